@@ -1,0 +1,568 @@
+/*
+ * storm_conf.c - storm.conf parser (see storm_conf.h and storm.conf(5)).
+ *
+ * Table driven: each key has a type and a range, so a new key is one row
+ * and every key gets the same checks and the same error messages.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "storm_conf.h"
+
+/* Refuse files larger than this: storm.conf is a few lines. */
+#define STORM_CONF_MAX_FILE (1 << 20)
+
+typedef enum {
+	K_DURATION,	/* uint64_t microseconds, with us/ms/s units */
+	K_SIZE,		/* uint64_t bytes, with K/M/G units */
+	K_U32,
+	K_U64,
+	K_BOOL,
+	K_STRING,
+	K_POLICY,
+	K_PORTS,
+} key_type_t;
+
+typedef struct {
+	const char *name;
+	key_type_t type;
+	size_t off;		/* offset in storm_conf_t */
+	size_t size;		/* K_STRING: buffer size */
+	uint64_t min, max;	/* numeric range, inclusive */
+} key_def_t;
+
+#define F(field) offsetof(storm_conf_t, field)
+#define S(field) sizeof(((storm_conf_t *) 0)->field)
+
+static const key_def_t keys[] = {
+	{ "Timeslice", K_DURATION, F(timeslice_us), 0, 100, 3600000000ULL },
+	{ "MaxMPL", K_U32, F(max_mpl), 0, 1, 16 },
+	{ "Policy", K_POLICY, F(policy), 0, 0, 0 },
+	{ "Provider", K_STRING, F(provider), S(provider), 0, 0 },
+	{ "Port", K_PORTS, 0, 0, 1024, 65535 },
+	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
+	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
+	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
+	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
+	{ "BcastDir", K_STRING, F(bcast_dir), S(bcast_dir), 0, 0 },
+	{ "BcastMaxSize", K_SIZE, F(bcast_max_bytes), 0, 1, 1ULL << 40 },
+	{ "ChunkSize", K_SIZE, F(chunk_bytes), 0, 4096, 64ULL << 20 },
+	{ "Window", K_U32, F(window), 0, 1, 64 },
+	{ "TreeArity", K_U32, F(tree_arity), 0, 1, 64 },
+	{ "MemReserve", K_U64, F(mem_reserve_mb), 0, 0, 1ULL << 30 },
+	{ "NodeManager", K_STRING, F(nm_path), S(nm_path), 0, 0 },
+	{ "NMLogFile", K_STRING, F(nm_log), S(nm_log), 0, 0 },
+};
+
+static int set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(errbuf, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+extern void storm_conf_defaults(storm_conf_t *conf)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->timeslice_us = 2000;
+	conf->max_mpl = 2;
+	conf->policy = STORM_POLICY_GANG;
+	snprintf(conf->provider, sizeof(conf->provider), "tcp;ofi_rxm");
+	conf->port_lo = conf->port_hi = 7100;
+	conf->failsafe_us = 1000000;
+	conf->suspect_quanta = 50;
+	conf->timeout_us = 5000000;
+	conf->bcast_executable = false;
+	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
+	conf->bcast_max_bytes = 1ULL << 30;
+	conf->chunk_bytes = 512 * 1024;
+	conf->window = 4;
+	conf->tree_arity = 4;
+	conf->mem_reserve_mb = 256;
+	conf->nm_path[0] = '\0';
+	snprintf(conf->nm_log, sizeof(conf->nm_log),
+		 "/var/log/slurm/storm-nm-%%n.log");
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*s || *s == '-' || !isdigit((unsigned char) *s))
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* Number with an optional fractional part, then a unit suffix. */
+static int parse_scaled(const char *s, const char *const *units,
+			const uint64_t *mult, uint64_t dflt_mult, uint64_t *out)
+{
+	char *end;
+	double x;
+
+	if (!*s || !(isdigit((unsigned char) *s) || *s == '.'))
+		return -1;
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || x < 0)
+		return -1;
+	if (!*end) {
+		x *= (double) dflt_mult;
+	} else {
+		int i;
+
+		for (i = 0; units[i]; i++)
+			if (!strcasecmp(end, units[i]))
+				break;
+		if (!units[i])
+			return -1;
+		x *= (double) mult[i];
+	}
+	if (x > (double) UINT64_MAX)
+		return -1;
+	*out = (uint64_t) (x + 0.5);
+	return 0;
+}
+
+extern int storm_parse_duration(const char *s, uint64_t *us)
+{
+	static const char *const units[] = { "us", "ms", "s", "m", NULL };
+	static const uint64_t mult[] = { 1, 1000, 1000000, 60000000 };
+
+	return parse_scaled(s, units, mult, 1, us);
+}
+
+extern int storm_parse_size(const char *s, uint64_t *bytes)
+{
+	static const char *const units[] = { "K", "KB", "KiB", "M", "MB",
+					     "MiB", "G", "GB", "GiB", NULL };
+	static const uint64_t mult[] = { 1ULL << 10, 1ULL << 10, 1ULL << 10,
+					 1ULL << 20, 1ULL << 20, 1ULL << 20,
+					 1ULL << 30, 1ULL << 30, 1ULL << 30 };
+
+	return parse_scaled(s, units, mult, 1, bytes);
+}
+
+static int parse_bool(const char *s, bool *b)
+{
+	if (!strcasecmp(s, "yes") || !strcasecmp(s, "true") ||
+	    !strcmp(s, "1")) {
+		*b = true;
+		return 0;
+	}
+	if (!strcasecmp(s, "no") || !strcasecmp(s, "false") ||
+	    !strcmp(s, "0")) {
+		*b = false;
+		return 0;
+	}
+	return -1;
+}
+
+static int parse_policy(const char *s, storm_policy_t *p)
+{
+	if (!strcasecmp(s, "gang"))
+		*p = STORM_POLICY_GANG;
+	else if (!strcasecmp(s, "flexible"))
+		*p = STORM_POLICY_FLEXIBLE;
+	else if (!strcasecmp(s, "local"))
+		*p = STORM_POLICY_LOCAL;
+	else
+		return -1;
+	return 0;
+}
+
+extern const char *storm_policy_str(storm_policy_t policy)
+{
+	switch (policy) {
+	case STORM_POLICY_GANG:
+		return "gang";
+	case STORM_POLICY_FLEXIBLE:
+		return "flexible";
+	case STORM_POLICY_LOCAL:
+		return "local";
+	}
+	return "unknown";
+}
+
+static const key_def_t *find_key(const char *name)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcasecmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+/* Apply one global key.  loc is "file:line" for messages. */
+static int apply_key(storm_conf_t *conf, const key_def_t *k, const char *val,
+		     const char *loc, char *errbuf, size_t errlen)
+{
+	void *dst = (char *) conf + k->off;
+	uint64_t v = 0, hi;
+	const char *what = NULL;
+
+	switch (k->type) {
+	case K_DURATION:
+		what = "a duration such as 2ms, 500us or 1s";
+		if (storm_parse_duration(val, &v))
+			goto bad;
+		break;
+	case K_SIZE:
+		what = "a size such as 512K or 12M";
+		if (storm_parse_size(val, &v))
+			goto bad;
+		break;
+	case K_U32:
+	case K_U64:
+		what = "a whole number";
+		if (parse_u64(val, &v))
+			goto bad;
+		break;
+	case K_BOOL:
+		what = "yes or no";
+		if (parse_bool(val, (bool *) dst))
+			goto bad;
+		return 0;
+	case K_POLICY:
+		what = "gang, flexible or local";
+		if (parse_policy(val, (storm_policy_t *) dst))
+			goto bad;
+		return 0;
+	case K_STRING:
+		if (!*val)
+			return set_err(errbuf, errlen,
+				       "%s: key '%s' needs a value", loc,
+				       k->name);
+		if (strlen(val) >= k->size)
+			return set_err(errbuf, errlen,
+				       "%s: value of '%s' is longer than %zu characters",
+				       loc, k->name, k->size - 1);
+		memcpy(dst, val, strlen(val) + 1);
+		return 0;
+	case K_PORTS: {
+		char lo_s[16], *dash;
+		uint64_t lo;
+
+		what = "a port or a range of ports such as 7100 or 7100-7131";
+		if (strlen(val) >= sizeof(lo_s))
+			goto bad;
+		snprintf(lo_s, sizeof(lo_s), "%s", val);
+		dash = strchr(lo_s, '-');
+		if (dash)
+			*dash++ = '\0';
+		if (parse_u64(lo_s, &lo))
+			goto bad;
+		hi = lo;
+		if (dash && parse_u64(dash, &hi))
+			goto bad;
+		if (lo < k->min || hi > k->max || hi < lo)
+			return set_err(errbuf, errlen,
+				       "%s: %s=%s is out of range (ports %" PRIu64 "-%" PRIu64 ", low to high)",
+				       loc, k->name, val, k->min, k->max);
+		conf->port_lo = (uint16_t) lo;
+		conf->port_hi = (uint16_t) hi;
+		return 0;
+	}
+	}
+
+	if (v < k->min || v > k->max)
+		return set_err(errbuf, errlen,
+			       "%s: %s=%s is out of range [%" PRIu64 ", %" PRIu64 "]%s",
+			       loc, k->name, val, k->min, k->max,
+			       (k->type == K_DURATION) ? " microseconds" :
+			       (k->type == K_SIZE) ? " bytes" : "");
+	if (k->type == K_U32)
+		*(uint32_t *) dst = (uint32_t) v;
+	else
+		*(uint64_t *) dst = v;
+	return 0;
+bad:
+	return set_err(errbuf, errlen, "%s: bad value '%s' for key '%s': expected %s",
+		       loc, val, k->name, what);
+}
+
+/* Keys a PartitionName line may carry. */
+static int apply_part_key(storm_part_conf_t *p, const char *key,
+			  const char *val, const char *loc, char *errbuf,
+			  size_t errlen)
+{
+	uint64_t v;
+
+	if (!strcasecmp(key, "Policy")) {
+		if (parse_policy(val, &p->policy))
+			return set_err(errbuf, errlen,
+				       "%s: bad value '%s' for key 'Policy': expected gang, flexible or local",
+				       loc, val);
+		return 0;
+	}
+	if (!strcasecmp(key, "MaxMPL")) {
+		if (parse_u64(val, &v) || v < 1 || v > 16)
+			return set_err(errbuf, errlen,
+				       "%s: bad value '%s' for key 'MaxMPL': expected a whole number in [1, 16]",
+				       loc, val);
+		p->max_mpl = (uint32_t) v;
+		return 0;
+	}
+	return set_err(errbuf, errlen,
+		       "%s: unknown key '%s' on a PartitionName line (allowed: Policy, MaxMPL)",
+		       loc, key);
+}
+
+/* Split a line into key=value tokens; modifies line. */
+static int tokenize(char *line, char **keys_out, char **vals_out, int max,
+		    const char *loc, char *errbuf, size_t errlen)
+{
+	int n = 0;
+	char *p = line;
+
+	for (;;) {
+		char *tok, *eq;
+
+		while (isspace((unsigned char) *p))
+			p++;
+		if (!*p)
+			break;
+		tok = p;
+		while (*p && !isspace((unsigned char) *p))
+			p++;
+		if (*p)
+			*p++ = '\0';
+		eq = strchr(tok, '=');
+		if (!eq || eq == tok)
+			return set_err(errbuf, errlen,
+				       "%s: expected key=value, found '%s'",
+				       loc, tok);
+		*eq = '\0';
+		if (n == max)
+			return set_err(errbuf, errlen,
+				       "%s: too many key=value pairs on one line",
+				       loc);
+		keys_out[n] = tok;
+		vals_out[n] = eq + 1;
+		n++;
+	}
+	return n;
+}
+
+static int check_consistency(const storm_conf_t *c, const char *name,
+			     char *errbuf, size_t errlen)
+{
+	if (c->failsafe_us < 2 * c->timeslice_us)
+		return set_err(errbuf, errlen,
+			       "%s: FailSafe (%" PRIu64 " us) must be at least twice Timeslice (%" PRIu64 " us)",
+			       name, c->failsafe_us, c->timeslice_us);
+	if (c->bcast_dir[0] != '/')
+		return set_err(errbuf, errlen,
+			       "%s: BcastDir must be an absolute path, not '%s'",
+			       name, c->bcast_dir);
+	return 0;
+}
+
+extern int storm_conf_parse(const char *name, const char *text,
+			    storm_conf_t *out, char *errbuf, size_t errlen)
+{
+	storm_conf_t conf;
+	char seen[sizeof(keys) / sizeof(keys[0])] = { 0 };
+	const char *p = text;
+	int lineno = 0;
+
+	storm_conf_defaults(&conf);
+	while (*p) {
+		char line[1024], loc[300], *hash;
+		char *k[32], *v[32];
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t) (nl - p) : strlen(p);
+		int n;
+
+		lineno++;
+		snprintf(loc, sizeof(loc), "%s:%d", name, lineno);
+		if (len >= sizeof(line))
+			return set_err(errbuf, errlen,
+				       "%s: line longer than %zu characters",
+				       loc, sizeof(line) - 1);
+		memcpy(line, p, len);
+		line[len] = '\0';
+		p += len + (nl ? 1 : 0);
+		if ((hash = strchr(line, '#')))
+			*hash = '\0';
+
+		n = tokenize(line, k, v, 32, loc, errbuf, errlen);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			continue;
+
+		if (!strcasecmp(k[0], "PartitionName")) {
+			storm_part_conf_t *part;
+
+			if (!*v[0] || strlen(v[0]) >= STORM_CONF_NAMELEN)
+				return set_err(errbuf, errlen,
+					       "%s: bad partition name '%s'",
+					       loc, v[0]);
+			if (conf.nparts == STORM_CONF_MAX_PARTS)
+				return set_err(errbuf, errlen,
+					       "%s: more than %d PartitionName lines",
+					       loc, STORM_CONF_MAX_PARTS);
+			part = &conf.parts[conf.nparts++];
+			snprintf(part->name, sizeof(part->name), "%s", v[0]);
+			part->policy = conf.policy;
+			part->max_mpl = 0;	/* 0: use the global MaxMPL */
+			for (int i = 1; i < n; i++)
+				if (apply_part_key(part, k[i], v[i], loc,
+						   errbuf, errlen))
+					return -1;
+			continue;
+		}
+
+		for (int i = 0; i < n; i++) {
+			const key_def_t *def = find_key(k[i]);
+
+			if (!strcasecmp(k[i], "PartitionName"))
+				return set_err(errbuf, errlen,
+					       "%s: PartitionName must start its own line",
+					       loc);
+			if (!def)
+				return set_err(errbuf, errlen,
+					       "%s: unknown key '%s'", loc,
+					       k[i]);
+			if (seen[def - keys]++)
+				return set_err(errbuf, errlen,
+					       "%s: key '%s' given twice",
+					       loc, def->name);
+			if (apply_key(&conf, def, v[i], loc, errbuf, errlen))
+				return -1;
+		}
+	}
+	if (check_consistency(&conf, name, errbuf, errlen))
+		return -1;
+	*out = conf;
+	return 0;
+}
+
+extern int storm_conf_load(const char *path, bool missing_ok,
+			   storm_conf_t *conf, char *errbuf, size_t errlen)
+{
+	struct stat st;
+	FILE *fp;
+	char *text;
+	size_t got;
+	int rc;
+
+	fp = fopen(path, "r");
+	if (!fp) {
+		if (errno == ENOENT && missing_ok) {
+			storm_conf_defaults(conf);
+			return 0;
+		}
+		return set_err(errbuf, errlen, "%s: cannot open: %s", path,
+			       strerror(errno));
+	}
+	if (fstat(fileno(fp), &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size > STORM_CONF_MAX_FILE) {
+		fclose(fp);
+		return set_err(errbuf, errlen,
+			       "%s: not a regular file of at most %d bytes",
+			       path, STORM_CONF_MAX_FILE);
+	}
+	text = malloc((size_t) st.st_size + 1);
+	if (!text) {
+		fclose(fp);
+		return set_err(errbuf, errlen, "%s: out of memory", path);
+	}
+	got = fread(text, 1, (size_t) st.st_size, fp);
+	text[got] = '\0';
+	if (ferror(fp)) {
+		rc = set_err(errbuf, errlen, "%s: read error", path);
+	} else if (memchr(text, '\0', got)) {
+		rc = set_err(errbuf, errlen, "%s: contains a NUL byte", path);
+	} else {
+		rc = storm_conf_parse(path, text, conf, errbuf, errlen);
+	}
+	free(text);
+	fclose(fp);
+	return rc;
+}
+
+extern char *storm_conf_path(const char *slurm_conf_path, char *buf,
+			     size_t len)
+{
+	const char *env = getenv("STORM_CONF");
+	const char *slash;
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return buf;
+	}
+	if (!slurm_conf_path || !(slash = strrchr(slurm_conf_path, '/'))) {
+		snprintf(buf, len, "/etc/slurm/%s", STORM_CONF_FILE);
+		return buf;
+	}
+	snprintf(buf, len, "%.*s/%s", (int) (slash - slurm_conf_path),
+		 slurm_conf_path, STORM_CONF_FILE);
+	return buf;
+}
+
+extern storm_policy_t storm_conf_part_policy(const storm_conf_t *conf,
+					     const char *partition)
+{
+	for (int i = 0; partition && i < conf->nparts; i++)
+		if (!strcmp(conf->parts[i].name, partition))
+			return conf->parts[i].policy;
+	return conf->policy;
+}
+
+extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
+{
+	int n;
+
+	n = snprintf(buf, len,
+		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
+		     "Provider=%s\nPort=%u-%u\nFailSafe=%" PRIu64 "us\n"
+		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
+		     "BcastExecutable=%s\nBcastDir=%s\nBcastMaxSize=%" PRIu64 "\n"
+		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\n"
+		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
+		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
+		     c->provider, c->port_lo, c->port_hi, c->failsafe_us,
+		     c->suspect_quanta, c->timeout_us,
+		     c->bcast_executable ? "yes" : "no", c->bcast_dir,
+		     c->bcast_max_bytes, c->chunk_bytes, c->window,
+		     c->tree_arity, c->mem_reserve_mb,
+		     c->nm_path[0] ? c->nm_path : "(default)", c->nm_log);
+	if (n < 0 || (size_t) n >= len)
+		return -1;
+	for (int i = 0; i < c->nparts; i++) {
+		int m = snprintf(buf + n, len - n,
+				 "PartitionName=%s Policy=%s MaxMPL=%u\n",
+				 c->parts[i].name,
+				 storm_policy_str(c->parts[i].policy),
+				 c->parts[i].max_mpl ? c->parts[i].max_mpl :
+						       c->max_mpl);
+		if (m < 0 || (size_t) m >= len - n)
+			return -1;
+		n += m;
+	}
+	return n;
+}

@@ -1,0 +1,97 @@
+/*
+ * storm_conf.h - storm.conf, the STORM plugins' configuration file.
+ *
+ * storm.conf lives beside slurm.conf and uses Slurm's key=value syntax:
+ * case-insensitive keys, several pairs per line, '#' comments, and
+ * "PartitionName=NAME key=value..." lines for per-partition overrides.
+ *
+ * The parser has no Slurm dependency so that slurmctld, slurmd, srun, the
+ * node manager and stormctl all read the file the same way, and so that it
+ * can be unit-tested.  It never logs: on error it fills a message naming the
+ * file, line and key, and the caller logs it with its own prefix.
+ */
+#ifndef STORM_CONF_H
+#define STORM_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORM_CONF_FILE "storm.conf"
+#define STORM_CONF_ERRLEN 512
+#define STORM_CONF_MAX_PARTS 64
+#define STORM_CONF_NAMELEN 64
+
+typedef enum {
+	STORM_POLICY_GANG = 0,
+	STORM_POLICY_FLEXIBLE,
+	STORM_POLICY_LOCAL,
+} storm_policy_t;
+
+typedef struct {
+	char name[STORM_CONF_NAMELEN];
+	storm_policy_t policy;
+	uint32_t max_mpl;
+} storm_part_conf_t;
+
+typedef struct {
+	uint64_t timeslice_us;		/* Timeslice= quantum length */
+	uint32_t max_mpl;		/* MaxMPL= time slots per node */
+	storm_policy_t policy;		/* Policy= default for partitions */
+	char provider[64];		/* Provider= libfabric provider */
+	uint16_t port_lo, port_hi;	/* Port=N or N-M: node manager ports */
+	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */
+	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
+	uint64_t timeout_us;		/* Timeout= any fabric wait */
+	bool bcast_executable;		/* BcastExecutable= even without --bcast */
+	char bcast_dir[256];		/* BcastDir= node-local tmpfs */
+	uint64_t bcast_max_bytes;	/* BcastMaxSize= largest file accepted */
+	uint64_t chunk_bytes;		/* ChunkSize= pipeline chunk */
+	uint32_t window;		/* Window= chunks in flight per child */
+	uint32_t tree_arity;		/* TreeArity= k of the k-ary tree */
+	uint64_t mem_reserve_mb;	/* MemReserve= kept free per node */
+	char nm_path[256];		/* NodeManager= storm-nm binary */
+	char nm_log[256];		/* NMLogFile= %n is the node name */
+	int nparts;
+	storm_part_conf_t parts[STORM_CONF_MAX_PARTS];
+} storm_conf_t;
+
+/* Fill *conf with the documented defaults (storm.conf(5)). */
+extern void storm_conf_defaults(storm_conf_t *conf);
+
+/*
+ * Parse the file at path into *conf (defaults first).  A missing file is
+ * not an error when missing_ok is set: the defaults apply.
+ * Returns 0, or -1 with errbuf naming file, line and key.  On failure *conf
+ * is left untouched, so a caller can keep its last good configuration.
+ */
+extern int storm_conf_load(const char *path, bool missing_ok,
+			   storm_conf_t *conf, char *errbuf, size_t errlen);
+
+/* Parse text as if it were the file "name" (used by load and by tests). */
+extern int storm_conf_parse(const char *name, const char *text,
+			    storm_conf_t *conf, char *errbuf, size_t errlen);
+
+/*
+ * The storm.conf path for a given slurm.conf path: $STORM_CONF if set,
+ * else storm.conf in slurm.conf's directory.  Returns buf.
+ */
+extern char *storm_conf_path(const char *slurm_conf_path, char *buf,
+			     size_t len);
+
+/* Policy for a partition: its override, else the global one. */
+extern storm_policy_t storm_conf_part_policy(const storm_conf_t *conf,
+					     const char *partition);
+
+extern const char *storm_policy_str(storm_policy_t policy);
+
+/* Parse "2ms", "500us", "1.5s", "300" (microseconds) into *us. */
+extern int storm_parse_duration(const char *s, uint64_t *us);
+
+/* Parse "512K", "12M", "1G", "4096" (bytes) into *bytes. */
+extern int storm_parse_size(const char *s, uint64_t *bytes);
+
+/* Write the effective configuration, one key per line, as storm.conf text. */
+extern int storm_conf_format(const storm_conf_t *conf, char *buf, size_t len);
+
+#endif /* STORM_CONF_H */

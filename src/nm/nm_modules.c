@@ -1,0 +1,11 @@
+/*
+ * nm_modules.c - the node manager's functions, started in this order
+ * after the fabric is up and stopped in reverse order.
+ */
+#include <stddef.h>
+
+#include "nm.h"
+
+const nm_module_t *const nm_modules[] = {
+	NULL
+};

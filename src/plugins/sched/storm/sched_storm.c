@@ -1,0 +1,155 @@
+/*
+ * sched_storm.c - hosts the STORM Machine Manager inside slurmctld.
+ *
+ * In Slurm 22.05 a sched plugin only adds threads beside slurmctld's own
+ * schedule() (sched_plugin.c), which makes it the natural home for the
+ * long-lived Machine Manager thread.  Job selection itself keeps coming
+ * from sched/backfill, which this plugin wraps so that a site switching to
+ * sched/storm does not lose backfill.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "src/common/storm_conf.h"
+#include "src/common/storm_wrap.h"
+
+const char plugin_name[] = "STORM Machine Manager host (wraps sched/backfill)";
+const char plugin_type[] = "sched/storm";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+static struct {
+	int (*reconfig)(void);
+} base;
+static const char *const base_syms[] = { "sched_p_reconfig" };
+static storm_wrap_t base_lib;
+
+static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mm_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t mm_thread;
+static bool mm_running, mm_stop;
+static storm_conf_t mm_conf;	/* last good storm.conf; under mm_lock */
+static bool mm_conf_ok;
+
+/*
+ * Load storm.conf.  On error keep the last good configuration (or run with
+ * STORM switched off when there never was one) and say why, naming the
+ * file, line and key: slurmctld must not die for a typo in our file.
+ */
+static void _load_conf(const char *why)
+{
+	char path[4096], err[STORM_CONF_ERRLEN];
+	storm_conf_t conf;
+
+	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
+	if (storm_conf_load(path, true, &conf, err, sizeof(err))) {
+		slurm_mutex_lock(&mm_lock);
+		error("%s: %s: %s; %s", plugin_type, why, err,
+		      mm_conf_ok ? "keeping the previous configuration" :
+				   "STORM scheduling stays off until storm.conf is fixed and 'scontrol reconfigure' is run");
+		slurm_mutex_unlock(&mm_lock);
+		return;
+	}
+	slurm_mutex_lock(&mm_lock);
+	mm_conf = conf;
+	mm_conf_ok = true;
+	slurm_cond_broadcast(&mm_cond);
+	slurm_mutex_unlock(&mm_lock);
+	info("%s: %s: loaded %s: Timeslice=%" PRIu64 "us MaxMPL=%u Policy=%s Provider=%s",
+	     plugin_type, why, path, conf.timeslice_us, conf.max_mpl,
+	     storm_policy_str(conf.policy), conf.provider);
+}
+
+/*
+ * The Machine Manager thread.  It samples slurmctld's job table under a
+ * read lock once a second; the time-slot matrix and the fabric strobe are
+ * built on this loop.
+ */
+static void *_mm_agent(void *arg)
+{
+	slurmctld_lock_t job_read = { .job = READ_LOCK, .node = READ_LOCK };
+
+	info("%s: machine manager thread started", plugin_type);
+	slurm_mutex_lock(&mm_lock);
+	while (!mm_stop) {
+		struct timespec ts;
+		int running = 0;
+
+		slurm_mutex_unlock(&mm_lock);
+		lock_slurmctld(job_read);
+		if (job_list) {
+			ListIterator it = list_iterator_create(job_list);
+			job_record_t *job;
+
+			while ((job = list_next(it)))
+				if (IS_JOB_RUNNING(job))
+					running++;
+			list_iterator_destroy(it);
+		}
+		unlock_slurmctld(job_read);
+		debug2("%s: machine manager tick: running jobs=%d nodes=%d",
+		       plugin_type, running, node_record_count);
+
+		slurm_mutex_lock(&mm_lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		if (!mm_stop)
+			pthread_cond_timedwait(&mm_cond, &mm_lock, &ts);
+	}
+	slurm_mutex_unlock(&mm_lock);
+	info("%s: machine manager thread stopped", plugin_type);
+	return NULL;
+}
+
+extern int init(void)
+{
+	char err[4096];
+
+	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
+			    "sched_backfill", base_syms, (void **) &base, 1,
+			    err, sizeof(err))) {
+		error("%s: cannot wrap sched/backfill: %s", plugin_type, err);
+		return SLURM_ERROR;
+	}
+	verbose("%s: init: wrapping %s", plugin_type, base_lib.path);
+	_load_conf("init");
+
+	slurm_mutex_lock(&mm_lock);
+	mm_stop = false;
+	if (!mm_running) {
+		slurm_thread_create(&mm_thread, _mm_agent, NULL);
+		mm_running = true;
+	}
+	slurm_mutex_unlock(&mm_lock);
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	bool join;
+
+	slurm_mutex_lock(&mm_lock);
+	mm_stop = true;
+	join = mm_running;
+	mm_running = false;
+	slurm_cond_broadcast(&mm_cond);
+	slurm_mutex_unlock(&mm_lock);
+	if (join)
+		pthread_join(mm_thread, NULL);
+	storm_wrap_close(&base_lib, true);
+	return SLURM_SUCCESS;
+}
+
+extern int sched_p_reconfig(void)
+{
+	_load_conf("reconfigure");
+	return base.reconfig ? base.reconfig() : SLURM_SUCCESS;
+}

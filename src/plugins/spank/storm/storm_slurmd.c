@@ -1,0 +1,185 @@
+/*
+ * storm_slurmd.c - the SPANK plugin inside slurmd.
+ *
+ * slurmd runs slurm_spank_init in-process at start-up (slurmd.c:2046), so
+ * this is where a node checks its storm.conf and starts its node manager
+ * (storm-nm) when none runs.  The NM detaches, so it survives slurmd
+ * restarts, and it refuses to run twice for a node.  Nothing here may
+ * return an error: that would stop slurmd.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storm_spank.h"
+
+/* Exit codes of storm-nm (nm_main.c). */
+#define NM_EXIT_CONF 1
+#define NM_EXIT_RUNNING 3
+
+/*
+ * slurmd's own -N (node name) and -f (slurm.conf) arguments: SPANK does not
+ * expose them, and with several slurmd per host (-N) the host name does not
+ * tell the node.
+ */
+static void slurmd_args(char *node, size_t nodelen, char *conf, size_t conflen)
+{
+	char buf[8192], *p, *end;
+	ssize_t n = 0;
+	int fd;
+
+	node[0] = conf[0] = '\0';
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	end = buf + n;
+	for (p = buf; p < end; p += strlen(p) + 1) {
+		char *next = p + strlen(p) + 1;
+
+		if (!strcmp(p, "-N") && next < end)
+			snprintf(node, nodelen, "%s", next);
+		else if (!strncmp(p, "-N", 2) && p[2])
+			snprintf(node, nodelen, "%s", p + 2);
+		else if (!strcmp(p, "-f") && next < end)
+			snprintf(conf, conflen, "%s", next);
+	}
+	if (!node[0]) {
+		char host[256];
+		char *dot;
+
+		if (gethostname(host, sizeof(host)))
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		if ((dot = strchr(host, '.')))
+			*dot = '\0';
+		snprintf(node, nodelen, "%s", host);
+	}
+	if (!conf[0]) {
+		const char *env = getenv("SLURM_CONF");
+
+		snprintf(conf, conflen, "%s",
+			 env ? env : "/etc/slurm/slurm.conf");
+	}
+}
+
+/* storm-nm beside this plugin unless storm.conf names one. */
+static void nm_binary(const storm_conf_t *conf, char *out, size_t len)
+{
+	Dl_info self;
+
+	if (conf->nm_path[0]) {
+		snprintf(out, len, "%s", conf->nm_path);
+		return;
+	}
+	if (dladdr((void *) storm_slurmd_init, &self) && self.dli_fname) {
+		char tmp[4096];
+
+		snprintf(tmp, sizeof(tmp), "%s", self.dli_fname);
+		snprintf(out, len, "%s/storm-nm", dirname(tmp));
+		return;
+	}
+	snprintf(out, len, "/usr/sbin/storm-nm");
+}
+
+/*
+ * Start storm-nm and wait for its verdict (it exits as soon as its
+ * configuration is valid and it holds the node lock, then runs detached).
+ */
+static void start_nm(const storm_conf_t *conf, const char *storm_conf_path)
+{
+	char node[256], slurm_conf[4096], nm[4096];
+	struct timespec deadline, now;
+	pid_t pid;
+	int status = 0;
+
+	slurmd_args(node, sizeof(node), slurm_conf, sizeof(slurm_conf));
+	nm_binary(conf, nm, sizeof(nm));
+	if (access(nm, X_OK)) {
+		slurm_error("%s: cannot run the node manager %s: %s",
+			    STORM_SPANK_PREFIX, nm, strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		slurm_error("%s: fork: %s", STORM_SPANK_PREFIX, strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		char *argv[] = { nm, "--node", node, "--slurm-conf", slurm_conf,
+				 "--storm-conf", (char *) storm_conf_path, NULL };
+		sigset_t none;
+
+		/* slurmd blocks signals in its threads; the NM needs them. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(nm, argv);
+		_exit(127);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += 10;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0) {
+			/* SIGCHLD ignored: the verdict is lost, not the NM. */
+			slurm_verbose("%s: started node manager for %s (pid %d)",
+				      STORM_SPANK_PREFIX, node, (int) pid);
+			return;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline.tv_sec) {
+			slurm_error("%s: node manager for %s did not report within 10 s",
+				    STORM_SPANK_PREFIX, node);
+			return;
+		}
+		usleep(10000);
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		slurm_info("%s: started node manager %s for node %s",
+			   STORM_SPANK_PREFIX, nm, node);
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == NM_EXIT_RUNNING)
+		slurm_info("%s: node manager for node %s already running",
+			   STORM_SPANK_PREFIX, node);
+	else
+		slurm_error("%s: node manager %s for node %s failed to start (%s %d); see its log",
+			    STORM_SPANK_PREFIX, nm, node,
+			    WIFEXITED(status) ? "exit" : "signal",
+			    WIFEXITED(status) ? WEXITSTATUS(status) :
+						WTERMSIG(status));
+}
+
+extern int storm_slurmd_init(spank_t sp, int ac, char **av)
+{
+	storm_conf_t conf;
+	char path[4096];
+
+	if (storm_spank_load_conf(ac, av, "slurmd", &conf, path, sizeof(path)))
+		return 0;
+	slurm_info("%s: init in slurmd: Provider=%s Port=%u-%u BcastDir=%s",
+		   STORM_SPANK_PREFIX, conf.provider, conf.port_lo,
+		   conf.port_hi, conf.bcast_dir);
+	start_nm(&conf, path);
+	return 0;
+}
+
+extern int storm_slurmd_exit(spank_t sp, int ac, char **av)
+{
+	/* The node manager outlives slurmd on purpose (restarts, upgrades). */
+	slurm_verbose("%s: slurmd exit", STORM_SPANK_PREFIX);
+	return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * storm_spank.h - the STORM SPANK plugin, one file per Slurm context
+ * (pyxis layout): storm_spank.c dispatches on spank_context().
+ */
+#ifndef STORM_SPANK_H
+#define STORM_SPANK_H
+
+#include <slurm/spank.h>
+
+#include "src/common/storm_conf.h"
+
+#define STORM_SPANK_PREFIX "spank/storm"
+
+/* Load storm.conf for this context; logs and returns -1 on error.
+ * path (if not NULL) receives the file's path. */
+extern int storm_spank_load_conf(int ac, char **av, const char *ctx,
+				 storm_conf_t *conf, char *path, size_t len);
+
+extern int storm_slurmd_init(spank_t sp, int ac, char **av);
+extern int storm_slurmd_exit(spank_t sp, int ac, char **av);
+extern int storm_srun_init(spank_t sp, int ac, char **av);
+extern int storm_srun_local_user_init(spank_t sp, int ac, char **av);
+extern int storm_stepd_init(spank_t sp, int ac, char **av);
+extern int storm_stepd_task_init(spank_t sp, int ac, char **av);
+extern int storm_stepd_exit(spank_t sp, int ac, char **av);
+
+#endif

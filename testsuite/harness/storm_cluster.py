@@ -1,0 +1,429 @@
+"""A real Slurm cluster on one host: munged, slurmctld and N `slurmd -N nodeK`.
+
+Used by the system tests, the benchmarks and the demo, so every one of them
+runs the same daemons the same way.  Each slurmd runs in a private mount
+namespace where a per-node directory is bind-mounted on one common path
+(`<dir>/local`), so "node-local" files (TmpFS, the STORM RAM disk) really are
+per node, and so that teardown can find every process a node started
+(slurmstepd, job tasks) by its mount namespace.  Nothing is killed that this
+object did not start.
+"""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_port_base(span, seed):
+    """A base port with `span` free ports above it; seeded so that clusters
+    in different directories (parallel sessions) start at different places."""
+    start = 20000 + (int(hashlib.sha1(seed.encode()).hexdigest(), 16) % 400) * 100
+    for i in range(400):
+        base = 20000 + (start - 20000 + i * 100) % 40000
+        if all(_port_free(base + k) for k in range(span)):
+            return base
+    raise ClusterError("no free range of %d ports on 127.0.0.1" % span)
+
+
+def ensure_munge():
+    """Start munged if none answers; create a key if the host has none."""
+    def works():
+        try:
+            enc = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
+            if enc.returncode:
+                return False
+            dec = subprocess.run(["unmunge"], input=enc.stdout,
+                                 capture_output=True, timeout=10)
+            return dec.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if works():
+        return None
+    if not os.path.exists("/etc/munge/munge.key"):
+        subprocess.run(["mungekey", "--create", "--keyfile=/etc/munge/munge.key"],
+                       check=True)
+        shutil.chown("/etc/munge/munge.key", "munge", "munge")
+        os.chmod("/etc/munge/munge.key", 0o600)
+    os.makedirs("/run/munge", exist_ok=True)
+    shutil.chown("/run/munge", "munge", "munge")
+    # munged daemonizes; it is shared by every cluster on this host and
+    # outlives us on purpose (as the system service would).
+    subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
+    for _ in range(50):
+        if works():
+            return True
+        time.sleep(0.1)
+    raise ClusterError("munged started but munge -n | unmunge still fails")
+
+
+class Cluster:
+    """One slurmctld and `nodes` slurmd daemons under `workdir`.
+
+    storm: configure the STORM plugins (False gives stock Slurm, for
+    baselines).  storm_conf: lines added to the cluster's base storm.conf.  extra_conf: lines appended
+    to slurm.conf.  partition_opts: extra words on the PartitionName line.
+    """
+
+    def __init__(self, workdir, nodes=8, storm=True, builddir=None,
+                 storm_conf="", extra_conf="", partition_opts="",
+                 cpus=2, real_memory=1000, proctrack="cgroup", name=None):
+        if not 1 <= nodes <= 32:
+            raise ValueError("nodes must be 1..32")
+        self.dir = os.path.abspath(workdir)
+        self.nodes = nodes
+        self.storm = storm
+        self.builddir = os.path.abspath(builddir or os.environ.get(
+            "STORM_BUILDDIR", TOP_SRCDIR))
+        self.storm_conf_text = storm_conf
+        self.extra_conf = extra_conf
+        self.partition_opts = partition_opts
+        self.cpus = cpus
+        self.real_memory = real_memory
+        self.proctrack = proctrack
+        self.name = name or ("s" + hashlib.sha1(self.dir.encode()).hexdigest()[:8])
+        self.hostname = socket.gethostname()
+        self.procs = {}          # name -> Popen
+        self.node_ns = {}        # node name -> mount namespace inode
+        self.port_base = None
+        self.env = None
+
+    # -- paths ---------------------------------------------------------
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    @property
+    def conf(self):
+        return self.path("etc", "slurm.conf")
+
+    @property
+    def plugindir(self):
+        return os.path.join(self.builddir, "plugins")
+
+    def node_names(self):
+        return ["node%d" % i for i in range(1, self.nodes + 1)]
+
+    def node_local(self, node):
+        """Host-side view of a node's private directory (`<dir>/local` there)."""
+        return self.path("nodefs", node)
+
+    def log(self, node=None):
+        return self.path("log", "slurmd-%s.log" % node if node else "slurmctld.log")
+
+    # -- configuration -------------------------------------------------
+    def write_config(self):
+        # A fresh cluster: no state, spool or node files from an earlier run.
+        for sub in ("state", "spool", "run", "nodefs", "log"):
+            shutil.rmtree(self.path(sub), ignore_errors=True)
+        for sub in ("etc", "state", "spool", "run", "log", "nodefs", "local"):
+            os.makedirs(self.path(sub), exist_ok=True)
+        for n in self.node_names():
+            os.makedirs(self.node_local(n), exist_ok=True)
+            os.makedirs(self.path("spool", n), exist_ok=True)
+        if self.port_base is None:
+            self.port_base = pick_port_base(60 + self.nodes, self.dir)
+        ctld_port = self.port_base
+        d_lo, d_hi = self.port_base + 1, self.port_base + self.nodes
+        nm_lo = self.port_base + 50
+        plugindir = SLURM_PLUGINDIR
+        lines = [
+            "ClusterName=%s" % self.name,
+            "SlurmctldHost=%s(127.0.0.1)" % self.hostname,
+            "SlurmctldPort=%d" % ctld_port,
+            "SlurmUser=root", "SlurmdUser=root",
+            "AuthType=auth/munge", "CredType=cred/munge",
+            "StateSaveLocation=%s" % self.path("state"),
+            "SlurmdSpoolDir=%s" % self.path("spool", "%n"),
+            "SlurmctldPidFile=%s" % self.path("run", "slurmctld.pid"),
+            "SlurmdPidFile=%s" % self.path("run", "slurmd-%n.pid"),
+            "SlurmctldLogFile=%s" % self.log(),
+            "SlurmdLogFile=%s" % self.path("log", "slurmd-%n.log"),
+            "SlurmctldDebug=verbose", "SlurmdDebug=verbose",
+            "TmpFS=%s" % self.path("local"),
+            "ProctrackType=proctrack/%s" % self.proctrack,
+            "TaskPlugin=task/none",
+            "SelectTypeParameters=CR_Core_Memory",
+            "DefMemPerCPU=100",
+            "SlurmdParameters=config_overrides",
+            "ReturnToService=2", "MpiDefault=none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "MailProg=/bin/true", "MinJobAge=60",
+            "PreemptMode=OFF", "PreemptType=preempt/none",
+        ]
+        if self.storm:
+            plugindir = self.plugindir + ":" + SLURM_PLUGINDIR
+            lines += [
+                "SelectType=select/cons_tres_storm",
+                "SchedulerType=sched/storm",
+                "LaunchType=launch/slurm",
+                "PlugStackConfig=%s" % self.path("etc", "plugstack.conf"),
+            ]
+        else:
+            lines += ["SelectType=select/cons_tres", "SchedulerType=sched/backfill",
+                      "PlugStackConfig=%s" % self.path("etc", "plugstack.conf")]
+        lines += [
+            "PluginDir=%s" % plugindir,
+            "NodeName=node[1-%d] NodeHostname=%s NodeAddr=127.0.0.1 Port=%d-%d "
+            "CPUs=%d RealMemory=%d" % (self.nodes, self.hostname, d_lo, d_hi,
+                                       self.cpus, self.real_memory),
+            "PartitionName=debug Nodes=node[1-%d] Default=YES MaxTime=INFINITE "
+            "State=UP %s" % (self.nodes, self.partition_opts),
+        ]
+        if self.extra_conf:
+            lines.append(self.extra_conf)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(self.path("etc", "cgroup.conf"), "w") as f:
+            f.write("CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n"
+                    "CgroupAutomount=no\n")
+        with open(self.path("etc", "plugstack.conf"), "w") as f:
+            if self.storm:
+                f.write("required %s conf=%s\n" % (
+                    os.path.join(self.plugindir, "spank_storm.so"),
+                    self.path("etc", "storm.conf")))
+        self.nm_port_lo = nm_lo
+        self.write_storm_conf(self.base_storm_conf() + self.storm_conf_text)
+        self.env = dict(os.environ, SLURM_CONF=self.conf,
+                        STORM_CONF=self.path("etc", "storm.conf"))
+
+    def base_storm_conf(self):
+        """What every test cluster's storm.conf starts with: this cluster's
+        ports, its node-local RAM disk and its log directory."""
+        return ("Port=%d-%d\nBcastDir=%s\nNMLogFile=%s\n" % (
+            self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
+            self.path("local", "storm"), self.path("log", "storm-nm-%n.log")))
+
+    def write_storm_conf(self, text):
+        with open(self.path("etc", "storm.conf"), "w") as f:
+            f.write(text)
+
+    # -- processes -----------------------------------------------------
+    def _spawn(self, name, argv):
+        out = open(self.path("log", name + ".stderr"), "ab")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=self.env,
+                             start_new_session=True)
+        out.close()
+        self.procs[name] = p
+        return p
+
+    def start(self, wait=True, timeout=60):
+        if self.storm and not os.path.exists(
+                os.path.join(self.plugindir, "spank_storm.so")):
+            raise ClusterError("no STORM plugins in %s: run make first" % self.plugindir)
+        ensure_munge()
+        self.write_config()
+        self.start_ctld()
+        for node in self.node_names():
+            self.start_slurmd(node)
+        if wait:
+            self.wait_idle(timeout=timeout)
+        return self
+
+    def start_ctld(self):
+        self._spawn("slurmctld", ["slurmctld", "-D", "-c", "-f", self.conf])
+        self._wait_ctld()
+
+    def cgroup_root(self, controller):
+        """This cluster's own subtree of a v1 controller (host path)."""
+        return "/sys/fs/cgroup/%s/storm_%s" % (controller, self.name)
+
+    def start_slurmd(self, node):
+        # A private mount namespace per node: <dir>/local is this node's own,
+        # and the freezer hierarchy is rooted at this cluster's subtree, so
+        # that two test clusters' "node1/job_2" cgroups never meet.
+        freezer = self.cgroup_root("freezer")
+        os.makedirs(freezer, exist_ok=True)
+        script = ("mount --make-rprivate / && mount --bind %s %s && "
+                  "mount --bind %s /sys/fs/cgroup/freezer && "
+                  "exec slurmd -D -f %s -N %s" % (
+                      self.node_local(node), self.path("local"), freezer,
+                      self.conf, node))
+        p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script])
+        for _ in range(100):
+            try:
+                ns = os.stat("/proc/%d/ns/mnt" % p.pid).st_ino
+                if ns != os.stat("/proc/self/ns/mnt").st_ino:
+                    self.node_ns[node] = ns
+                    break
+            except OSError:
+                pass
+            if p.poll() is not None:
+                break
+            time.sleep(0.02)
+        return p
+
+    def _wait_ctld(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            p = self.procs["slurmctld"]
+            if p.poll() is not None:
+                raise ClusterError("slurmctld exited with %s; see %s" % (
+                    p.returncode, self.log()))
+            if self.run(["scontrol", "ping"], check=False).stdout.find("UP") >= 0:
+                return
+            time.sleep(0.2)
+        raise ClusterError("slurmctld did not answer within %d s; see %s" % (
+            timeout, self.log()))
+
+    def wait_idle(self, timeout=60, nodes=None):
+        """Wait until every node (or the given ones) is idle."""
+        want = set(nodes or self.node_names())
+        deadline = time.time() + timeout
+        last = ""
+        while time.time() < deadline:
+            for name, p in self.procs.items():
+                if p.poll() is not None and name.startswith("slurmd-") and \
+                        name[len("slurmd-"):] in want:
+                    raise ClusterError("%s exited with %s; see %s" % (
+                        name, p.returncode, self.log(name[len("slurmd-"):])))
+            out = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False).stdout
+            states = dict(l.split() for l in out.splitlines() if l.strip())
+            last = out
+            if want and all(states.get(n) == "idle" for n in want):
+                return
+            time.sleep(0.1)
+        raise ClusterError("nodes not idle after %d s:\n%s\nlogs in %s" % (
+            timeout, last, self.path("log")))
+
+    def run(self, argv, check=True, timeout=120, **kw):
+        """Run a Slurm client command against this cluster."""
+        r = subprocess.run(argv, env=kw.pop("env", self.env), capture_output=True,
+                           text=True, timeout=timeout, **kw)
+        if check and r.returncode:
+            raise ClusterError("%s failed (rc=%d):\n%s%s" % (
+                " ".join(argv), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def sbatch(self, *args):
+        """Submit a batch job; returns its id."""
+        r = self.run(["sbatch", "--parsable"] + list(args))
+        return int(r.stdout.strip().split(";")[0])
+
+    def job_info(self, jobid):
+        r = self.run(["scontrol", "-o", "show", "job", str(jobid)], check=False)
+        info = {}
+        for word in r.stdout.split():
+            k, _, v = word.partition("=")
+            info.setdefault(k, v)
+        return info
+
+    def wait_job(self, jobid, timeout=120,
+                 states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                         "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL")):
+        """Wait until a job reaches one of `states`; returns its final info."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            info = self.job_info(jobid)
+            if info.get("JobState") in states:
+                return info
+            time.sleep(0.2)
+        raise ClusterError("job %s not finished after %d s: %s" % (
+            jobid, timeout, self.job_info(jobid)))
+
+    def pid(self, name):
+        """PID of a daemon this cluster started ("slurmctld", "slurmd-node1")."""
+        p = self.procs.get(name)
+        return p.pid if p and p.poll() is None else None
+
+    def ns_pids(self, node):
+        """Every process in a node's mount namespace (slurmd, stepds, tasks)."""
+        ns = self.node_ns.get(node)
+        pids = []
+        if ns is None:
+            return pids
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.stat("/proc/%s/ns/mnt" % d).st_ino == ns:
+                        pids.append(int(d))
+                except OSError:
+                    pass
+        return pids
+
+    def stop_slurmd(self, node, sig=signal.SIGTERM, timeout=30):
+        p = self.procs.get("slurmd-" + node)
+        if p and p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def restart_slurmd(self, node, wait=True):
+        self.stop_slurmd(node)
+        self.start_slurmd(node)
+        if wait:
+            self.wait_idle(nodes=[node])
+
+    def restart_ctld(self, sig=signal.SIGTERM):
+        """Stop slurmctld and start it again from its saved state."""
+        p = self.procs["slurmctld"]
+        if p.poll() is None:
+            p.send_signal(sig)
+            p.wait(timeout=60)
+        self._spawn("slurmctld", ["slurmctld", "-D", "-f", self.conf])
+        self._wait_ctld()
+
+    def stop(self, timeout=30):
+        """Stop everything this cluster started, by PID; KILL what lingers."""
+        with contextlib.suppress(Exception):
+            if self.procs.get("slurmctld") and self.procs["slurmctld"].poll() is None:
+                self.run(["scancel", "--full", "-u", "root"], check=False, timeout=10)
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.time() + timeout
+        for p in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # Steps and tasks a node left behind live in its namespace only.
+        for node in list(self.node_ns):
+            for pid in self.ns_pids(node):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        self.procs.clear()
+        self.node_ns.clear()
+        self._remove_cgroups(self.cgroup_root("freezer"))
+
+    @staticmethod
+    def _remove_cgroups(root):
+        """Remove a (now empty) cgroup subtree, deepest first."""
+        if not os.path.isdir(root):
+            return
+        for d, _, _ in sorted(os.walk(root), key=lambda w: -w[0].count("/")):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

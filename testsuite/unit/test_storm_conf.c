@@ -1,0 +1,193 @@
+/*
+ * test_storm_conf.c - storm.conf parsing: values, units, ranges, and that
+ * every error names the file, the line and the key.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/common/storm_conf.h"
+
+static storm_conf_t conf;
+static char err[STORM_CONF_ERRLEN];
+
+static int parse(const char *text)
+{
+	err[0] = '\0';
+	return storm_conf_parse("storm.conf", text, &conf, err, sizeof(err));
+}
+
+START_TEST(defaults_when_empty)
+{
+	storm_conf_t d;
+
+	ck_assert_int_eq(parse("# nothing\n\n"), 0);
+	storm_conf_defaults(&d);
+	ck_assert_mem_eq(&conf, &d, sizeof(d));
+	ck_assert_uint_eq(conf.timeslice_us, 2000);
+	ck_assert_str_eq(conf.provider, "tcp;ofi_rxm");
+}
+END_TEST
+
+START_TEST(values_and_units)
+{
+	ck_assert_int_eq(parse("Timeslice=500us MaxMPL=3\n"
+			       "policy=Flexible   # case-insensitive\n"
+			       "Port=7200-7231 FailSafe=1.5s\n"
+			       "ChunkSize=1M BcastExecutable=yes\n"
+			       "Provider=shm BcastDir=/tmp/x\n"), 0);
+	ck_assert_uint_eq(conf.timeslice_us, 500);
+	ck_assert_uint_eq(conf.max_mpl, 3);
+	ck_assert_int_eq(conf.policy, STORM_POLICY_FLEXIBLE);
+	ck_assert_uint_eq(conf.port_lo, 7200);
+	ck_assert_uint_eq(conf.port_hi, 7231);
+	ck_assert_uint_eq(conf.failsafe_us, 1500000);
+	ck_assert_uint_eq(conf.chunk_bytes, 1 << 20);
+	ck_assert(conf.bcast_executable);
+	ck_assert_str_eq(conf.provider, "shm");
+	ck_assert_str_eq(conf.bcast_dir, "/tmp/x");
+
+	ck_assert_int_eq(parse("Timeslice=2ms\n"), 0);
+	ck_assert_uint_eq(conf.timeslice_us, 2000);
+	ck_assert_int_eq(parse("Timeslice=1s FailSafe=5s\n"), 0);
+	ck_assert_uint_eq(conf.timeslice_us, 1000000);
+}
+END_TEST
+
+START_TEST(partition_override)
+{
+	ck_assert_int_eq(parse("Policy=gang\n"
+			       "PartitionName=batch Policy=local MaxMPL=4\n"), 0);
+	ck_assert_int_eq(conf.nparts, 1);
+	ck_assert_int_eq(storm_conf_part_policy(&conf, "batch"),
+			 STORM_POLICY_LOCAL);
+	ck_assert_int_eq(storm_conf_part_policy(&conf, "debug"),
+			 STORM_POLICY_GANG);
+	ck_assert_uint_eq(conf.parts[0].max_mpl, 4);
+}
+END_TEST
+
+/* Each bad line yields an error naming file:line and the key. */
+static const struct {
+	const char *text, *expect1, *expect2;
+} bad[] = {
+	{ "MaxMPL=2\nTimeslise=2ms\n", "storm.conf:2:", "'Timeslise'" },
+	{ "Timeslice=fast\n", "storm.conf:1:", "'Timeslice'" },
+	{ "Timeslice=10ns\n", "storm.conf:1:", "'Timeslice'" },
+	{ "Timeslice=50us\n", "storm.conf:1:", "Timeslice=50us is out of range" },
+	{ "MaxMPL=0\n", "storm.conf:1:", "MaxMPL=0 is out of range" },
+	{ "MaxMPL=17\n", "storm.conf:1:", "MaxMPL" },
+	{ "MaxMPL=-1\n", "storm.conf:1:", "'MaxMPL'" },
+	{ "MaxMPL=99999999999999999999999\n", "storm.conf:1:", "'MaxMPL'" },
+	{ "Policy=fair\n", "storm.conf:1:", "'Policy'" },
+	{ "\n\nPort=80\n", "storm.conf:3:", "Port=80" },
+	{ "Port=7300-7200\n", "storm.conf:1:", "Port" },
+	{ "BcastExecutable=maybe\n", "storm.conf:1:", "'BcastExecutable'" },
+	{ "MaxMPL=2 MaxMPL=3\n", "storm.conf:1:", "'MaxMPL' given twice" },
+	{ "Timeslice\n", "storm.conf:1:", "expected key=value" },
+	{ "=3\n", "storm.conf:1:", "expected key=value" },
+	{ "PartitionName=p Color=red\n", "storm.conf:1:", "'Color'" },
+	{ "PartitionName=p Policy=x\n", "storm.conf:1:", "'Policy'" },
+	{ "Provider=\n", "storm.conf:1:", "'Provider'" },
+	{ "MaxMPL=2 PartitionName=p\n", "storm.conf:1:", "PartitionName" },
+	{ "Timeslice=1s FailSafe=1s\n", "storm.conf", "FailSafe" },
+	{ "BcastDir=relative\n", "storm.conf", "BcastDir" },
+};
+
+START_TEST(bad_input_names_line_and_key)
+{
+	storm_conf_t before;
+
+	ck_assert_int_eq(parse("MaxMPL=5\n"), 0);
+	before = conf;
+	ck_assert_int_eq(parse(bad[_i].text), -1);
+	ck_assert_msg(strstr(err, bad[_i].expect1),
+		      "'%s' lacks '%s'", err, bad[_i].expect1);
+	ck_assert_msg(strstr(err, bad[_i].expect2),
+		      "'%s' lacks '%s'", err, bad[_i].expect2);
+	/* A failed parse leaves the last good configuration alone. */
+	ck_assert_mem_eq(&conf, &before, sizeof(conf));
+}
+END_TEST
+
+START_TEST(load_files)
+{
+	char dir[] = "/tmp/storm_conf_testXXXXXX", path[256], big[300];
+	FILE *fp;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/storm.conf", dir);
+
+	/* missing: defaults when allowed, an error naming the path if not */
+	ck_assert_int_eq(storm_conf_load(path, true, &conf, err, sizeof(err)), 0);
+	ck_assert_int_eq(storm_conf_load(path, false, &conf, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, path));
+
+	fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("MaxMPL=4\nBogus=1\n", fp);
+	fclose(fp);
+	ck_assert_int_eq(storm_conf_load(path, true, &conf, err, sizeof(err)), -1);
+	snprintf(big, sizeof(big), "%s:2: unknown key 'Bogus'", path);
+	ck_assert_str_eq(err, big);
+
+	/* a directory is not a configuration file */
+	ck_assert_int_eq(storm_conf_load(dir, true, &conf, err, sizeof(err)), -1);
+
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(conf_path)
+{
+	char buf[256];
+
+	unsetenv("STORM_CONF");
+	ck_assert_str_eq(storm_conf_path("/a/b/slurm.conf", buf, sizeof(buf)),
+			 "/a/b/storm.conf");
+	ck_assert_str_eq(storm_conf_path(NULL, buf, sizeof(buf)),
+			 "/etc/slurm/storm.conf");
+	setenv("STORM_CONF", "/x/y.conf", 1);
+	ck_assert_str_eq(storm_conf_path("/a/b/slurm.conf", buf, sizeof(buf)),
+			 "/x/y.conf");
+	unsetenv("STORM_CONF");
+}
+END_TEST
+
+START_TEST(format_round_trip_values)
+{
+	char out[8192];
+
+	ck_assert_int_eq(parse("Timeslice=3ms\nPartitionName=q Policy=local\n"), 0);
+	ck_assert_int_gt(storm_conf_format(&conf, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Timeslice=3000us\n"));
+	ck_assert_ptr_nonnull(strstr(out, "PartitionName=q Policy=local MaxMPL=2\n"));
+	ck_assert_int_eq(storm_conf_format(&conf, out, 10), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("storm_conf");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, defaults_when_empty);
+	tcase_add_test(tc, values_and_units);
+	tcase_add_test(tc, partition_override);
+	tcase_add_loop_test(tc, bad_input_names_line_and_key, 0,
+			    sizeof(bad) / sizeof(bad[0]));
+	tcase_add_test(tc, load_files);
+	tcase_add_test(tc, conf_path);
+	tcase_add_test(tc, format_round_trip_values);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
