@@ -14,7 +14,7 @@ log() { echo "bootstrap: $*" >&2; }
 
 packages=(
 	# Slurm 22.05 daemons, clients and headers; munge for authentication
-	slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
+	slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev munge libmunge-dev
 	# the fabric and the MPI stack the tests use
 	libfabric-dev libfabric-bin libpmix-dev openmpi-bin libopenmpi-dev
 	# build: autotools, compiler, Check; dpkg-dev for apt-get source

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The STORM for Slurm demo: one 8-node cluster on this host, driven through
 srun and sbatch, printing what each step did and what it measured."""
 import argparse

@@ -96,6 +96,7 @@ static int take_lock(nm_t *nm)
 		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
 
 		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
 		fprintf(stderr, "%s: a node manager already runs for node %s (pid %s)\n",
 			NM_NAME, nm->node, pid[0] ? pid : "unknown");
 		close(fd);

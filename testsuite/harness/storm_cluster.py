@@ -12,6 +12,7 @@ object did not start.
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -374,10 +375,35 @@ class Cluster:
                 p.kill()
                 p.wait()
 
+    def log_size(self, node=None):
+        try:
+            return os.path.getsize(self.log(node))
+        except OSError:
+            return 0
+
+    def wait_log(self, pattern, node=None, start=0, timeout=30):
+        """Wait for a regex in a daemon's log past byte offset `start`."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with open(self.log(node), errors="replace") as f:
+                    f.seek(start)
+                    m = re.search(pattern, f.read())
+                if m:
+                    return m
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise ClusterError("%r not in %s after %d s" % (pattern, self.log(node), timeout))
+
     def restart_slurmd(self, node, wait=True):
+        start = self.log_size(node)
         self.stop_slurmd(node)
         self.start_slurmd(node)
         if wait:
+            # slurmctld may still show the node idle from before: wait for
+            # the new slurmd itself to finish starting.
+            self.wait_log(r"slurmd started on ", node=node, start=start)
             self.wait_idle(nodes=[node])
 
     def restart_ctld(self, sig=signal.SIGTERM):

@@ -1,0 +1,97 @@
+"""The node manager: one per node, started from slurmd, survives slurmd
+restarts, refuses to run twice for a node, answers on its control socket."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+
+def nm_socket(cluster, node):
+    return os.path.join(cluster.node_local(node), "storm", ".nm-%s.sock" % node)
+
+
+def nm_request(cluster, node, req, timeout=5):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(timeout)
+    try:
+        s.connect(nm_socket(cluster, node))
+        s.send(req.encode())
+        return s.recv(4096).decode()
+    finally:
+        s.close()
+
+
+def nm_ping(cluster, node, timeout=30):
+    """Wait until the node's NM answers; returns its ping reply fields."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            reply = nm_request(cluster, node, "ping")
+            if reply.startswith("ok "):
+                return dict(w.split("=", 1) for w in reply[3:].split())
+            last = reply
+        except OSError as e:
+            last = e
+        time.sleep(0.2)
+    raise AssertionError("NM of %s does not answer: %s" % (node, last))
+
+
+def test_every_node_has_its_manager(cluster):
+    ranks = set()
+    for i, node in enumerate(cluster.node_names()):
+        info = nm_ping(cluster, node)
+        assert info["node"] == node
+        assert int(info["rank"]) == i          # slurm.conf order
+        assert int(info["nnodes"]) == cluster.nodes
+        ranks.add(info["rank"])
+        log = open(cluster.path("log", "storm-nm-%s.log" % node)).read()
+        assert re.search(r"joined the fabric as rank %d of %d" % (i, cluster.nodes), log)
+    assert len(ranks) == cluster.nodes
+
+
+def test_unknown_control_command(cluster):
+    nm_ping(cluster, "node1")
+    assert nm_request(cluster, "node1", "frobnicate now").startswith(
+        "error unknown command 'frobnicate'")
+
+
+def test_second_manager_for_a_node_refuses(cluster):
+    node = "node2"
+    pid = int(nm_ping(cluster, node)["pid"])
+    nm = os.path.join(cluster.plugindir, "storm-nm")
+    r = subprocess.run(["nsenter", "-t", str(cluster.pid("slurmd-" + node)), "-m",
+                        nm, "--node", node, "--slurm-conf", cluster.conf,
+                        "--storm-conf", cluster.path("etc", "storm.conf")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3, r.stderr
+    assert "a node manager already runs for node %s (pid %d)" % (node, pid) in r.stderr
+    assert int(nm_ping(cluster, node)["pid"]) == pid
+
+
+def test_manager_survives_slurmd_restart(cluster):
+    node = "node3"
+    pid = int(nm_ping(cluster, node)["pid"])
+    start = cluster.log_size(node)
+    cluster.restart_slurmd(node)
+    assert int(nm_ping(cluster, node)["pid"]) == pid
+    cluster.wait_log(r"spank/storm: node manager for node %s already running" % node,
+                     node=node, start=start)
+    assert cluster.run(["srun", "-N1", "-w", node, "true"]).returncode == 0
+
+
+def test_dead_manager_is_restarted_by_slurmd(cluster):
+    node = "node4"
+    pid = int(nm_ping(cluster, node)["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 15
+    while time.time() < deadline and os.path.exists("/proc/%d/status" % pid) and \
+            "zombie" not in open("/proc/%d/status" % pid).read():
+        time.sleep(0.1)
+    log = open(cluster.path("log", "storm-nm-%s.log" % node)).read()
+    assert "exit cleanly" in log
+    cluster.restart_slurmd(node)
+    new = int(nm_ping(cluster, node)["pid"])
+    assert new != pid
