@@ -75,7 +75,10 @@ static void slurmd_args(char *node, size_t nodelen, char *conf, size_t conflen)
 	}
 }
 
-/* storm-nm beside this plugin unless storm.conf names one. */
+/*
+ * storm.conf's NodeManager=, else storm-nm beside this plugin (a build
+ * tree's PluginDir), else the installed one.
+ */
 static void nm_binary(const storm_conf_t *conf, char *out, size_t len)
 {
 	Dl_info self;
@@ -89,9 +92,10 @@ static void nm_binary(const storm_conf_t *conf, char *out, size_t len)
 
 		snprintf(tmp, sizeof(tmp), "%s", self.dli_fname);
 		snprintf(out, len, "%s/storm-nm", dirname(tmp));
-		return;
+		if (access(out, X_OK) == 0)
+			return;
 	}
-	snprintf(out, len, "/usr/sbin/storm-nm");
+	snprintf(out, len, "%s", STORM_NM_PATH);
 }
 
 /*
