@@ -1,0 +1,283 @@
+/*
+ * sm_progress.c - the progress engine: CQ polling, dispatch, timers, the
+ * bounded wait with backoff, and the optional progress thread.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* ppoll */
+#endif
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include <poll.h>
+
+#include "sm_internal.h"
+
+int sm_post_rx(struct storm_ctx *ctx, struct sm_rx *rx)
+{
+	int rc;
+	for (int i = 0; i < 1000; i++) {
+		rc = (int)fi_recv(ctx->ep, rx->buf, ctx->rx_size, NULL,
+				  FI_ADDR_UNSPEC, &rx->fctx);
+		if (rc != -FI_EAGAIN)
+			break;
+		fi_cq_read(ctx->cq, NULL, 0);
+	}
+	if (rc)
+		sm_log(ctx, STORM_LOG_ERROR, "fi_recv: %s", fi_strerror(-rc));
+	return rc;
+}
+
+static void dispatch(struct storm_ctx *ctx, struct sm_rx *rx, size_t len)
+{
+	const struct sm_hdr *h = (const struct sm_hdr *)rx->buf;
+
+	if (sm_hdr_check(ctx, h, len)) {
+		ctx->st.rx_dropped++;
+		return;
+	}
+	uint64_t before = ctx->st.rx_bad_header + ctx->st.rx_bad_range +
+			  ctx->st.rx_bad_sender + ctx->st.rx_stale;
+	switch (h->type) {
+	case SM_DATA: case SM_ACK: case SM_COMMIT: case SM_ABORT:
+		sm_xfer_rx(ctx, h, rx->buf + sizeof(*h));
+		break;
+	default:
+		sm_caw_rx(ctx, h);
+		break;
+	}
+	if (ctx->st.rx_bad_header + ctx->st.rx_bad_range +
+	    ctx->st.rx_bad_sender + ctx->st.rx_stale != before)
+		ctx->st.rx_dropped++;
+	else
+		ctx->st.rx_msgs++;
+}
+
+static void handle_comp(struct storm_ctx *ctx, void *opctx, size_t len, int err)
+{
+	int kind = ((struct sm_rx *)opctx)->kind;   /* same offset in sm_tx */
+
+	if (kind == SM_CTX_RX) {
+		struct sm_rx *rx = opctx;
+		if (err) {
+			ctx->st.rx_errors++;
+			ctx->st.rx_dropped++;
+		} else {
+			dispatch(ctx, rx, len);
+		}
+		sm_post_rx(ctx, rx);
+	} else {
+		struct sm_tx *tx = opctx;
+		if (err)
+			ctx->st.tx_errors++;
+		sm_xfer_tx_done(ctx, tx, err);
+	}
+}
+
+static void timers(struct storm_ctx *ctx)
+{
+	uint64_t now = sm_now_ns();
+
+	/* deadlines are in ms; one look per 200 us is plenty */
+	if (now - ctx->last_timer_ns < 200000)
+		return;
+	ctx->last_timer_ns = now;
+	for (struct storm_op *op = ctx->ops, *nx; op; op = nx) {
+		nx = op->next;
+		if (op->phase == SM_P_DONE)
+			continue;
+		if (op->kind == SM_K_XFER)
+			sm_xfer_timer(ctx, op, now);
+		else
+			sm_caw_timer(ctx, op, now);
+	}
+}
+
+int sm_progress_once(struct storm_ctx *ctx)
+{
+	struct fi_cq_msg_entry ent[16];
+	int n = 0;
+
+	n += sm_flush_pending(ctx);
+	for (int round = 0; round < 8; round++) {
+		ssize_t got = fi_cq_read(ctx->cq, ent, 16);
+		if (got == -FI_EAVAIL) {
+			struct fi_cq_err_entry e;
+			memset(&e, 0, sizeof(e));
+			if (fi_cq_readerr(ctx->cq, &e, 0) == 1 && e.op_context) {
+				handle_comp(ctx, e.op_context, e.len,
+					    e.err ? -(int)e.err : -EIO);
+				n++;
+			}
+			continue;
+		}
+		if (got <= 0)
+			break;
+		for (ssize_t i = 0; i < got; i++)
+			handle_comp(ctx, ent[i].op_context, ent[i].len, 0);
+		n += (int)got;
+		if (got < 16)
+			break;
+	}
+	if (n)
+		n += sm_flush_pending(ctx);
+	timers(ctx);
+	sm_op_reap(ctx);
+	return n;
+}
+
+/* Spin (yielding) for busy_poll_us after the last activity, then sleep
+ * with exponential backoff capped at 200 us; on the CQ's fd when the
+ * provider has one, so that a message ends the sleep early.  Called
+ * without the ctx lock. */
+void sm_backoff(struct storm_ctx *ctx, int *spins, uint64_t idle_since,
+		int max_us)
+{
+	if (sm_now_ns() - idle_since < (uint64_t)ctx->cfg.busy_poll_us * 1000) {
+		sched_yield();
+		return;
+	}
+	if (max_us <= 0)
+		max_us = 1;
+	int us = 1 << (*spins < 8 ? *spins : 8);
+	if (us > 200)
+		us = 200;
+	if (us > max_us)
+		us = max_us;
+	(*spins)++;
+	struct timespec ts = { 0, us * 1000L };
+	/* rxm needs progress calls for rendezvous steps that raise no fd
+	 * event, so the fd only shortens the same backoff sleep */
+	if (ctx->cq_fd >= 0) {
+		struct fid *f = &ctx->cq->fid;
+		pthread_mutex_lock(&ctx->lock);
+		int rc = fi_trywait(ctx->fabric, &f, 1);
+		pthread_mutex_unlock(&ctx->lock);
+		if (rc == FI_SUCCESS) {
+			struct pollfd p = { .fd = ctx->cq_fd, .events = POLLIN };
+			ppoll(&p, 1, &ts, NULL);
+		}
+		return;
+	}
+	nanosleep(&ts, NULL);
+}
+
+int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
+	    int timeout_ms)
+{
+	uint64_t start = sm_now_ns(), idle = start;
+	uint64_t dl = start + (uint64_t)timeout_ms * 1000000ull;
+	int spins = 0;
+
+	for (;;) {
+		int n = 0;
+		pthread_mutex_lock(&ctx->lock);
+		bool d = done(arg);
+		if (!d && !atomic_load(&ctx->pthr_run)) {
+			n = sm_progress_once(ctx);
+			d = done(arg);
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (d)
+			return 0;
+		uint64_t now = sm_now_ns();
+		if (now >= dl)
+			return -ETIMEDOUT;
+		if (n > 0) {
+			idle = now;
+			spins = 0;
+		} else {
+			sm_backoff(ctx, &spins, idle, (int)((dl - now) / 1000));
+		}
+	}
+}
+
+int storm_progress(storm_ctx_t *ctx, int timeout_us)
+{
+	uint64_t start = sm_now_ns(), idle = start;
+	uint64_t dl = start + (uint64_t)(timeout_us > 0 ? timeout_us : 0) * 1000;
+	int total = 0, spins = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		int n = sm_progress_once(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+		if (n < 0)
+			return n;
+		total += n;
+		uint64_t now = sm_now_ns();
+		if (now >= dl)
+			return total;
+		if (n > 0) {
+			idle = now;
+			spins = 0;
+		} else {
+			sm_backoff(ctx, &spins, idle, (int)((dl - now) / 1000));
+		}
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct storm_ctx *ctx = arg;
+	uint64_t idle = sm_now_ns();
+	int spins = 0;
+
+	while (atomic_load(&ctx->pthr_run)) {
+		pthread_mutex_lock(&ctx->lock);
+		int n = sm_progress_once(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+		if (n > 0) {
+			idle = sm_now_ns();
+			spins = 0;
+		} else {
+			sm_backoff(ctx, &spins, idle, 1000);
+		}
+	}
+	return NULL;
+}
+
+int storm_ctx_start_progress(storm_ctx_t *ctx, int rt_priority)
+{
+	int rc;
+
+	if (ctx->pthr_started)
+		return -EBUSY;
+	atomic_store(&ctx->pthr_run, true);
+	rc = pthread_create(&ctx->pthr, NULL, progress_main, ctx);
+	if (rc) {
+		atomic_store(&ctx->pthr_run, false);
+		return -rc;
+	}
+	ctx->pthr_started = true;
+	if (rt_priority > 0) {
+		struct sched_param sp = { .sched_priority = rt_priority };
+		rc = pthread_setschedparam(ctx->pthr, SCHED_FIFO, &sp);
+		pthread_mutex_lock(&ctx->lock);
+		if (rc)
+			sm_log(ctx, STORM_LOG_WARN,
+			       "progress thread: SCHED_FIFO %d refused (%s), "
+			       "running at normal priority", rt_priority,
+			       strerror(rc));
+		else
+			sm_log(ctx, STORM_LOG_INFO,
+			       "progress thread: SCHED_FIFO priority %d",
+			       rt_priority);
+		pthread_mutex_unlock(&ctx->lock);
+	} else {
+		pthread_mutex_lock(&ctx->lock);
+		sm_log(ctx, STORM_LOG_INFO,
+		       "progress thread: normal priority");
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return 0;
+}
+
+void storm_ctx_stop_progress(storm_ctx_t *ctx)
+{
+	if (!ctx->pthr_started)
+		return;
+	atomic_store(&ctx->pthr_run, false);
+	pthread_join(ctx->pthr, NULL);
+	ctx->pthr_started = false;
+}

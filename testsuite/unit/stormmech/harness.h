@@ -1,0 +1,68 @@
+/*
+ * harness.h - multi-process loopback cluster for the mechanism tests and
+ * the benchmark: N member processes (ranks 0..N-1) forked from a driver
+ * that is rank N (outside the set unless a test says otherwise).
+ */
+#ifndef STORM_HARNESS_H
+#define STORM_HARNESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "stormmech.h"
+
+#define H_MAX 40
+
+enum h_cmd { H_NONE, H_SUM, H_FILL, H_SETVAR, H_GETVAR, H_CAW, H_CAW_MINE, H_STATS,
+	     H_EXIT };
+
+struct h_res {
+	uint64_t sum;
+	uint64_t ev[4];
+	uint64_t var;
+	int caw_rc;
+	storm_stats_t st;
+	uint64_t hook_sum;     /* dest hook: checksum of last buffer */
+	int hook_commits, hook_releases;
+};
+
+struct h_shared {
+	int n;
+	int use_dest;             /* members receive through a dest hook */
+	int port[H_MAX + 1];
+	volatile int ready[H_MAX + 1];
+	volatile int go;
+	volatile int cmd_seq;
+	volatile int cmd_done[H_MAX + 1];
+	int cmd, target;          /* target -1: all members */
+	uint64_t a, b, c, d;
+	int ia, ib;
+	struct h_res res[H_MAX + 1];
+};
+
+struct harness {
+	struct h_shared *sh;
+	pid_t pid[H_MAX];
+	int n;
+	storm_ctx_t *ctx;         /* driver's ctx, rank n */
+	const char *prov;
+};
+
+/* fills defaults for the tests: 20 MiB region, 10 s timeout */
+void h_cfg(storm_cfg_t *cfg, const char *prov);
+/* 0 ok, <0 error; cfg is used by members and driver (rank/port set) */
+int  h_start(struct harness *h, int n, const storm_cfg_t *cfg);
+/* same, members install a storm_dest_f that receives into private
+ * buffers (the node manager's tmpfs-mapping path) */
+int  h_start_hooked(struct harness *h, int n, const storm_cfg_t *cfg);
+void h_stop(struct harness *h);
+/* SIGKILL member i and reap it; later commands skip it */
+void h_kill(struct harness *h, int i);
+/* run a command on one member (target >= 0) or all (-1); bounded */
+int  h_cmd(struct harness *h, int target, int cmd, uint64_t a, uint64_t b,
+	   uint64_t c, uint64_t d, int ia, int ib);
+uint64_t h_sum(const void *p, size_t len);
+bool h_provider_ok(const char *prov);
+const char *h_prov_name(int i);   /* 0: "tcp;ofi_rxm", 1: "shm" */
+#define H_NPROV 2
+
+#endif

@@ -1,0 +1,194 @@
+/* a member killed in the middle of a transfer or a COMPARE-AND-WRITE:
+ * error within the timeout, nobody signalled, nobody hangs */
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "mech_test.h"
+
+/* short enough to keep the run small, long enough for a loaded host */
+#define TMO 6000
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* members' remote-event counts, polled until they stop changing */
+static void snapshot_ev(struct harness *h, uint64_t *ev)
+{
+	h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+	for (int r = 0; r < h->n; r++)
+		ev[r] = h->pid[r] > 0 ? h->sh->res[r].ev[1] : 0;
+}
+
+/* N=8, root 8 outside, k=4: rank 0 is interior (children 4-7), rank 2 a
+ * leaf */
+static void kill_in_xfer(int prov_i, int victim)
+{
+	const char *prov = PROV_OR_SKIP(prov_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	const int N = 8;
+	size_t len = 12u << 20;
+	uint64_t ev0[H_MAX], ev1[H_MAX];
+	storm_set_t failed;
+	storm_op_t *op;
+
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = TMO;
+	START_OR_FAIL(&h, N, &cfg);
+	storm_set_t set = range_set(0, N - 1);
+	uint8_t *buf = malloc(len);
+	fill_pattern(buf, len, 5);
+	/* warm up: connections exist, so the victim dies mid-stream */
+	int wrc = -1;
+	for (int t = 0; t < 3 && wrc; t++)   /* connection setup when loaded */
+		wrc = storm_xfer_sync(h.ctx, &set, buf, 4096, 0, 1, NULL);
+	ck_assert_int_eq(wrc, 0);
+	storm_progress(h.ctx, 200000);
+	snapshot_ev(&h, ev0);
+
+	kill(h.pid[victim], SIGSTOP);
+	ck_assert_int_eq(storm_xfer(h.ctx, &set, buf, len, 0, 0, 1, &op), 0);
+	double t0 = now_s();
+	storm_progress(h.ctx, 300000);      /* the victim stalls mid-way */
+	h_kill(&h, victim);
+	int rc = storm_op_wait(op, 4 * TMO, &failed);
+	double dt = now_s() - t0;
+	storm_op_free(op);
+	ck_assert_int_eq(rc, -EIO);
+	ck_assert(storm_set_has(&failed, victim));
+	ck_assert_msg(dt < 2.0 * TMO / 1000 + 2, "error after %.1f s", dt);
+	if (victim == 0)
+		for (int r = 4; r < 8; r++)
+			ck_assert(storm_set_has(&failed, r));
+	/* nobody signals: wait past the members' forget time */
+	storm_progress(h.ctx, 2 * TMO * 1000 + 500000);
+	snapshot_ev(&h, ev1);
+	for (int r = 0; r < N; r++)
+		ck_assert_msg(h.pid[r] <= 0 || ev1[r] == ev0[r], "rank %d signalled a failed "
+			      "transfer", r);
+	/* the survivors keep working.  Known gap: on shm, large sends from
+	 * the root stall after a receiver died in the middle of a CMA/SAR
+	 * transfer (seen with libfabric 1.17), so this part runs on the
+	 * other providers only. */
+	if (strcmp(prov, "shm") == 0) {
+		fprintf(stderr, "NOTE: shm: survivors-after-kill check skipped "
+			"(known provider limitation)\n");
+		free(buf);
+		h_stop(&h);
+		return;
+	}
+	storm_set_t alive = set;
+	storm_set_remove(&alive, victim);
+	/* a loaded host may overrun the short test timeout once: retry */
+	len = 1u << 20;
+	for (int t = 0; t < 3; t++) {
+		rc = storm_xfer_sync(h.ctx, &alive, buf, len, 0, 1, &failed);
+		if (rc == 0)
+			break;
+	}
+	if (rc && getenv("STORM_TEST_VERBOSE")) {
+		h_cmd(&h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+		for (int r = 0; r < N; r++) {
+			storm_stats_t *st = &h.sh->res[r].st;
+			fprintf(stderr, "rank %d pid %d rx %lu drop %lu hdr %lu "
+				"range %lu sender %lu stale %lu err %lu tx %lu "
+				"txerr %lu in %lu\n", r, h.pid[r], st->rx_msgs,
+				st->rx_dropped, st->rx_bad_header,
+				st->rx_bad_range, st->rx_bad_sender,
+				st->rx_stale, st->rx_errors, st->tx_msgs,
+				st->tx_errors, st->bytes_in);
+		}
+		storm_stats_t st;
+		storm_ctx_stats(h.ctx, &st);
+		fprintf(stderr, "root rx %lu tx %lu txerr %lu\n", st.rx_msgs,
+			st.tx_msgs, st.tx_errors);
+	}
+	char fs[256];
+	storm_set_format(&failed, fs, sizeof(fs));
+	ck_assert_msg(rc == 0, "survivors: %s, failed %s", storm_strerror(rc),
+		      fs);
+	h_cmd(&h, -1, H_SUM, 0, len, 0, 0, 0, 0);
+	for (int r = 0; r < N; r++)
+		if (h.pid[r] > 0)
+			ck_assert(h.sh->res[r].sum == h_sum(buf, len));
+	free(buf);
+	h_stop(&h);
+}
+
+START_TEST(xfer_kill_interior) { kill_in_xfer(_i, 0); }
+END_TEST
+START_TEST(xfer_kill_leaf) { kill_in_xfer(_i, 2); }
+END_TEST
+
+/* the victim is stopped, the CAW starts, a helper kills it mid-way */
+static void kill_in_caw(int prov_i, int victim)
+{
+	const char *prov = PROV_OR_SKIP(prov_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	const int N = 6;
+	storm_set_t un;
+
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = TMO;
+	cfg.arity = 2;
+	START_OR_FAIL(&h, N, &cfg);
+	storm_set_t set = range_set(0, N - 1);
+	int wrc = 0;
+	for (int t = 0; t < 3 && wrc != 1; t++)
+		wrc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, -1, 0, &un);
+	ck_assert_int_eq(wrc, 1);
+	kill(h.pid[victim], SIGSTOP);
+	pid_t killer = fork();
+	if (killer == 0) {
+		usleep(300000);
+		kill(h.pid[victim], SIGKILL);
+		_exit(0);
+	}
+	double t0 = now_s();
+	int rc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, 1, 42, &un);
+	double dt = now_s() - t0;
+	waitpid(killer, NULL, 0);
+	h_kill(&h, victim);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(storm_set_has(&un, victim));
+	ck_assert_msg(dt < 2.0 * TMO / 1000 + 2, "answer after %.1f s", dt);
+	/* no write happened anywhere */
+	for (int r = 0; r < N; r++) {
+		if (h.pid[r] <= 0)
+			continue;
+		h_cmd(&h, r, H_GETVAR, 1, 0, 0, 0, 0, 0);
+		ck_assert_int_eq(h.sh->res[r].var, 0);
+	}
+	/* fault detection goes on: without the victim it is true again */
+	storm_set_remove(&set, victim);
+	rc = 0;
+	for (int t = 0; t < 3 && rc != 1; t++)
+		rc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, -1, 0, &un);
+	ck_assert_int_eq(rc, 1);
+	h_stop(&h);
+}
+
+START_TEST(caw_kill_member) { kill_in_caw(_i, 2); }
+END_TEST
+START_TEST(caw_kill_serializer) { kill_in_caw(_i, 0); }
+END_TEST
+
+int main(void)
+{
+	TCase *tc[2];
+	tc[0] = tcase_create("xfer");
+	tcase_add_loop_test(tc[0], xfer_kill_interior, 0, H_NPROV);
+	tcase_add_loop_test(tc[0], xfer_kill_leaf, 0, H_NPROV);
+	tc[1] = tcase_create("caw");
+	tcase_add_loop_test(tc[1], caw_kill_member, 0, H_NPROV);
+	tcase_add_loop_test(tc[1], caw_kill_serializer, 0, H_NPROV);
+	for (int i = 0; i < 2; i++)
+		tcase_set_timeout(tc[i], 120);
+	return mech_run(mech_suite("stormmech-fault", tc, 2));
+}

@@ -1,0 +1,218 @@
+/* XFER-AND-SIGNAL and TEST-EVENT: integrity, events, set shapes */
+#include "mech_test.h"
+
+#define CHUNK STORM_DEF_CHUNK
+
+/* one transfer of len bytes to `set`, checked on every member */
+static void xfer_and_check(struct harness *h, const storm_set_t *set,
+			   size_t len, uint64_t off, unsigned seed,
+			   uint64_t *expect_ev)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+	storm_set_t failed;
+	storm_op_t *op;
+	uint64_t lev0, lev1;
+
+	fill_pattern(buf, len, seed);
+	storm_event_test(h->ctx, 0, &lev0);
+	ck_assert_int_eq(storm_xfer(h->ctx, set, buf, len, off, 0, 1, &op), 0);
+	ck_assert_int_eq(storm_op_wait(op, -1, &failed), 0);
+	ck_assert_int_eq(storm_set_count(&failed), 0);
+	storm_op_free(op);
+	storm_event_test(h->ctx, 0, &lev1);
+	ck_assert_int_eq(lev1, lev0 + 1);   /* local event once */
+	for (int r = 0; r < h->n; r++)
+		if (storm_set_has(set, r))
+			expect_ev[r]++;
+	/* the root completes when it sends COMMIT; members signal as the
+	 * COMMIT reaches them, so give them time to catch up */
+	for (int tries = 0; tries < 200; tries++) {
+		ck_assert_int_eq(h_cmd(h, -1, H_SUM, off, len, 0, 0, 0, 0), 0);
+		int behind = 0;
+		for (int r = 0; r < h->n; r++)
+			behind += h->sh->res[r].ev[1] < expect_ev[r];
+		if (!behind)
+			break;
+		storm_progress(h->ctx, 50000);
+	}
+	uint64_t want = h_sum(buf, len);
+	for (int r = 0; r < h->n; r++) {
+		if (storm_set_has(set, r)) {
+			ck_assert_msg(h->sh->res[r].sum == want,
+				      "rank %d: bad checksum for len %zu", r, len);
+		}
+		/* remote event exactly once per transfer, only on members */
+		ck_assert_msg(h->sh->res[r].ev[1] == expect_ev[r],
+			      "rank %d: remote event %lu, want %lu", r,
+			      (unsigned long)h->sh->res[r].ev[1],
+			      (unsigned long)expect_ev[r]);
+		ck_assert_int_eq(h->sh->res[r].st.rx_dropped, 0);
+	}
+	free(buf);
+}
+
+START_TEST(sizes_4)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	uint64_t ev[H_MAX] = { 0 };
+	size_t sizes[] = { 0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 12u << 20 };
+
+	h_cfg(&cfg, prov);
+	START_OR_FAIL(&h, 4, &cfg);
+	storm_set_t set = range_set(0, 3);
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		xfer_and_check(&h, &set, sizes[i], i * 8191, i + 1, ev);
+	h_stop(&h);
+}
+END_TEST
+
+START_TEST(big_16)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	uint64_t ev[H_MAX] = { 0 };
+
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = 30000;
+	START_OR_FAIL(&h, 16, &cfg);
+	storm_set_t set = range_set(0, 15);
+	xfer_and_check(&h, &set, 12u << 20, 0, 7, ev);
+	xfer_and_check(&h, &set, CHUNK + 1, 100, 8, ev);
+	h_stop(&h);
+}
+END_TEST
+
+/* odd shapes: root inside the set, holes, a single member, an empty set */
+START_TEST(shapes)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	uint64_t ev[H_MAX] = { 0 };
+	storm_set_t set;
+
+	h_cfg(&cfg, prov);
+	cfg.arity = 2;
+	START_OR_FAIL(&h, 6, &cfg);
+	storm_set_parse(&set, "0,2,5");
+	xfer_and_check(&h, &set, 3 * CHUNK + 17, 64, 11, ev);
+	storm_set_parse(&set, "4");
+	xfer_and_check(&h, &set, 1000, 0, 12, ev);
+	storm_set_clear(&set);
+	xfer_and_check(&h, &set, 1000, 0, 13, ev);
+	/* root (rank 6) inside the set: its own region gets the data too */
+	storm_set_parse(&set, "1-3,6");
+	uint64_t rev0, rev1;
+	storm_event_test(h.ctx, 1, &rev0);
+	xfer_and_check(&h, &set, 2 * CHUNK, 4096, 14, ev);
+	storm_event_test(h.ctx, 1, &rev1);
+	ck_assert_int_eq(rev1, rev0 + 1);
+	uint8_t *buf = malloc(2 * CHUNK);
+	fill_pattern(buf, 2 * CHUNK, 14);
+	uint8_t *reg = storm_region_ptr(h.ctx, NULL);
+	ck_assert(memcmp(reg + 4096, buf, 2 * CHUNK) == 0);
+	free(buf);
+	/* out of the receivers' region: rejected by every member */
+	storm_set_t failed;
+	set = range_set(0, 1);
+	char small[16] = "x";
+	int rc = storm_xfer_sync(h.ctx, &set, small, sizeof(small),
+				 (20u << 20) - 8, 1, &failed);
+	ck_assert_int_eq(rc, -EIO);
+	ck_assert_int_eq(storm_set_count(&failed), 2);
+	h_cmd(&h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+	ck_assert_int_eq(h.sh->res[0].ev[1], ev[0]);
+	h_stop(&h);
+}
+END_TEST
+
+/* pipelining with several concurrent ops and a tiny window */
+START_TEST(concurrent_ops)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	enum { NOPS = 6, LEN = 700 * 1024 };
+
+	h_cfg(&cfg, prov);
+	cfg.window = 1;
+	cfg.chunk = 64 * 1024;
+	START_OR_FAIL(&h, 5, &cfg);
+	storm_set_t set = range_set(0, 4);
+	uint8_t *buf = malloc((size_t)NOPS * LEN);
+	storm_op_t *op[NOPS];
+	fill_pattern(buf, (size_t)NOPS * LEN, 99);
+	for (int i = 0; i < NOPS; i++)
+		ck_assert_int_eq(storm_xfer(h.ctx, &set, buf + (size_t)i * LEN,
+					    LEN, (uint64_t)i * LEN, 2, 3,
+					    &op[i]), 0);
+	ck_assert_int_eq(storm_event_wait(h.ctx, 2, NOPS, 60000), 0);
+	for (int i = 0; i < NOPS; i++) {
+		ck_assert_int_eq(storm_op_wait(op[i], -1, NULL), 0);
+		storm_op_free(op[i]);
+	}
+	h_cmd(&h, -1, H_SUM, 0, (size_t)NOPS * LEN, 0, 0, 0, 0);
+	for (int r = 0; r < 5; r++) {
+		ck_assert(h.sh->res[r].sum == h_sum(buf, (size_t)NOPS * LEN));
+		ck_assert_int_eq(h.sh->res[r].ev[3], NOPS);
+	}
+	free(buf);
+	h_stop(&h);
+}
+END_TEST
+
+/* receive straight into a caller buffer (the node manager's path) */
+START_TEST(dest_hook)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	size_t len = 2 * CHUNK + 3;
+
+	h_cfg(&cfg, prov);
+	ck_assert_int_eq(h_start_hooked(&h, 3, &cfg), 0);
+	storm_set_t set = range_set(0, 2);
+	uint8_t *buf = malloc(len);
+	fill_pattern(buf, len, 21);
+	ck_assert_int_eq(storm_xfer_sync(h.ctx, &set, buf, len, 1 << 20, 1,
+					 NULL), 0);
+	for (int t = 0; t < 200; t++) {
+		h_cmd(&h, -1, H_SUM, 1 << 20, len, 0, 0, 0, 0);
+		if (h.sh->res[0].hook_releases && h.sh->res[1].hook_releases &&
+		    h.sh->res[2].hook_releases)
+			break;
+		storm_progress(h.ctx, 20000);
+	}
+	for (int r = 0; r < 3; r++) {
+		ck_assert(h.sh->res[r].hook_sum == h_sum(buf, len));
+		ck_assert_int_eq(h.sh->res[r].hook_commits, 1);
+		ck_assert_int_eq(h.sh->res[r].hook_releases, 1);
+		ck_assert_int_eq(h.sh->res[r].ev[1], 1);
+		/* the region was not written */
+		ck_assert(h.sh->res[r].sum != h_sum(buf, len));
+	}
+	free(buf);
+	h_stop(&h);
+}
+END_TEST
+
+int main(void)
+{
+	TCase *tc[5];
+	tc[0] = tcase_create("sizes");
+	tcase_add_loop_test(tc[0], sizes_4, 0, H_NPROV);
+	tc[1] = tcase_create("big16");
+	tcase_add_loop_test(tc[1], big_16, 0, H_NPROV);
+	tc[2] = tcase_create("shapes");
+	tcase_add_loop_test(tc[2], shapes, 0, H_NPROV);
+	tc[3] = tcase_create("concurrent");
+	tcase_add_loop_test(tc[3], concurrent_ops, 0, H_NPROV);
+	tc[4] = tcase_create("dest_hook");
+	tcase_add_loop_test(tc[4], dest_hook, 0, H_NPROV);
+	for (int i = 0; i < 5; i++)
+		tcase_set_timeout(tc[i], 180);
+	return mech_run(mech_suite("stormmech-xfer", tc, 5));
+}
