@@ -154,7 +154,18 @@ START_TEST(concurrent_ops)
 		ck_assert_int_eq(storm_op_wait(op[i], -1, NULL), 0);
 		storm_op_free(op[i]);
 	}
-	h_cmd(&h, -1, H_SUM, 0, (size_t)NOPS * LEN, 0, 0, 0, 0);
+	/* members signal as each COMMIT reaches them, after the root's ops
+	 * completed: wait for them as xfer_and_check() does */
+	for (int tries = 0; tries < 200; tries++) {
+		int behind = 0;
+
+		h_cmd(&h, -1, H_SUM, 0, (size_t)NOPS * LEN, 0, 0, 0, 0);
+		for (int r = 0; r < 5; r++)
+			behind += h.sh->res[r].ev[3] < NOPS;
+		if (!behind)
+			break;
+		storm_progress(h.ctx, 50000);
+	}
 	for (int r = 0; r < 5; r++) {
 		ck_assert(h.sh->res[r].sum == h_sum(buf, (size_t)NOPS * LEN));
 		ck_assert_int_eq(h.sh->res[r].ev[3], NOPS);
