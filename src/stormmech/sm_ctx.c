@@ -77,6 +77,16 @@ static void shm_name(const char *host, const char *port, char *out, size_t len)
 
 int storm_ctx_set_peer(storm_ctx_t *ctx, int rank, const char *hp)
 {
+	int rc;
+
+	pthread_mutex_lock(&ctx->lock);
+	rc = sm_set_peer_locked(ctx, rank, hp);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int sm_set_peer_locked(struct storm_ctx *ctx, int rank, const char *hp)
+{
 	char host[64], port[16], name[128];
 	fi_addr_t a = FI_ADDR_NOTAVAIL;
 	int rc = 0;
@@ -85,7 +95,6 @@ int storm_ctx_set_peer(storm_ctx_t *ctx, int rank, const char *hp)
 		return -EINVAL;
 	if (hp && split_hostport(hp, host, sizeof(host), port, sizeof(port)))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
 	if (storm_set_has(&ctx->known, rank)) {
 		fi_av_remove(ctx->av, &ctx->peer[rank], 1, 0);
 		ctx->peer[rank] = FI_ADDR_NOTAVAIL;
@@ -109,7 +118,6 @@ int storm_ctx_set_peer(storm_ctx_t *ctx, int rank, const char *hp)
 	ctx->peer[rank] = a;
 	storm_set_add(&ctx->known, rank);
 done:
-	pthread_mutex_unlock(&ctx->lock);
 	return rc;
 }
 
@@ -246,6 +254,14 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	for (int i = 0; i < STORM_MAX_RANKS; i++)
 		ctx->peer[i] = FI_ADDR_NOTAVAIL;
 	pthread_mutex_init(&ctx->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ctx->progressed, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 
 	ctx->nvars = c->nvars;
 	ctx->vars = calloc(c->nvars, sizeof(uint64_t));
@@ -267,6 +283,9 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	if (rc)
 		goto fail;
 	sm_caps_probe(ctx);
+	rc = sm_client_open(ctx);
+	if (rc)
+		goto fail;
 
 	ctx->nrx = c->rx_bufs;
 	ctx->rx_size = sizeof(struct sm_hdr) + c->chunk;
@@ -325,6 +344,7 @@ void storm_ctx_close(storm_ctx_t *ctx)
 	free(ctx->rx);
 	free(ctx->vars);
 	free(ctx->own_region);
+	pthread_cond_destroy(&ctx->progressed);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }

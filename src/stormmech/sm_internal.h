@@ -19,7 +19,7 @@
 #include "stormmech.h"
 
 #define SM_MAGIC    0x4d525453u   /* "STRM" little endian */
-#define SM_VERSION  1
+#define SM_VERSION  2   /* 2: client address in every header */
 #define SM_MAX_ARITY 32
 #define SM_DONE_RING 256          /* finished ops remembered for staleness */
 #define SM_CAW_QUEUE 64           /* pending requests at a serializer */
@@ -66,6 +66,7 @@ struct sm_hdr {
 	int32_t  rev;           /* XFER: remote event on members */
 	storm_set_t set;
 	storm_set_t failed;
+	char client_addr[48];   /* sender's "host:port" if a client rank */
 };
 
 /* ------------------------------------------------------------- tree */
@@ -221,6 +222,15 @@ struct storm_ctx {
 	storm_dest_release_f dest_rel;
 	void *dest_arg;
 
+	bool is_client;         /* sm_client.c */
+	char self_addr[48];
+	char client_addr[STORM_MAX_RANKS - STORM_CLIENT_RANK_FIRST][48];
+
+	/* Broadcast by the progress thread whenever it handled a completion,
+	 * so that waiters sleep on it instead of polling the CQ themselves
+	 * (a real-time waiter polling a CQ that only the lower-priority
+	 * progress thread drains would spin forever). */
+	pthread_cond_t progressed;
 	pthread_t pthr;
 	atomic_bool pthr_run;
 	bool pthr_started;
@@ -231,6 +241,14 @@ struct storm_ctx {
 void sm_log(struct storm_ctx *ctx, storm_log_level_t lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t sm_now_ns(void);
+
+/* sm_client.c */
+int  sm_client_open(struct storm_ctx *ctx);
+void sm_client_hdr_init(struct storm_ctx *ctx, struct sm_hdr *h);
+int  sm_client_learn(struct storm_ctx *ctx, const struct sm_hdr *h);
+int  sm_client_addr_ok(const char *a, size_t maxlen);
+/* sm_ctx.c: storm_ctx_set_peer with ctx->lock held */
+int  sm_set_peer_locked(struct storm_ctx *ctx, int rank, const char *hp);
 
 /* sm_caps.c */
 void sm_caps_probe(struct storm_ctx *ctx);

@@ -162,6 +162,40 @@ void sm_backoff(struct storm_ctx *ctx, int *spins, uint64_t idle_since,
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * With the progress thread running, a waiter only sleeps until the thread
+ * reports progress.  The periodic recheck covers state changed by calls
+ * that are not progress (storm_var_set from another thread).
+ */
+#define SM_WAIT_RECHECK_NS (5 * 1000000ull)
+
+static int sm_wait_for_thread(struct storm_ctx *ctx, bool (*done)(void *),
+			      void *arg, uint64_t dl)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	while (!done(arg)) {
+		uint64_t now = sm_now_ns(), until;
+		struct timespec ts;
+
+		if (now >= dl) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (!atomic_load(&ctx->pthr_run)) {
+			rc = -EAGAIN;	/* thread stopped: poll ourselves */
+			break;
+		}
+		until = now + SM_WAIT_RECHECK_NS < dl ? now + SM_WAIT_RECHECK_NS : dl;
+		ts.tv_sec = (time_t)(until / 1000000000ull);
+		ts.tv_nsec = (long)(until % 1000000000ull);
+		pthread_cond_timedwait(&ctx->progressed, &ctx->lock, &ts);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
 int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 	    int timeout_ms)
 {
@@ -169,6 +203,12 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 	uint64_t dl = start + (uint64_t)timeout_ms * 1000000ull;
 	int spins = 0;
 
+	if (atomic_load(&ctx->pthr_run)) {
+		int rc = sm_wait_for_thread(ctx, done, arg, dl);
+
+		if (rc != -EAGAIN)
+			return rc;
+	}
 	for (;;) {
 		int n = 0;
 		pthread_mutex_lock(&ctx->lock);
@@ -226,6 +266,8 @@ static void *progress_main(void *arg)
 	while (atomic_load(&ctx->pthr_run)) {
 		pthread_mutex_lock(&ctx->lock);
 		int n = sm_progress_once(ctx);
+		if (n > 0)
+			pthread_cond_broadcast(&ctx->progressed);
 		pthread_mutex_unlock(&ctx->lock);
 		if (n > 0) {
 			idle = sm_now_ns();
@@ -278,6 +320,9 @@ void storm_ctx_stop_progress(storm_ctx_t *ctx)
 	if (!ctx->pthr_started)
 		return;
 	atomic_store(&ctx->pthr_run, false);
+	pthread_mutex_lock(&ctx->lock);
+	pthread_cond_broadcast(&ctx->progressed);
+	pthread_mutex_unlock(&ctx->lock);
 	pthread_join(ctx->pthr, NULL);
 	ctx->pthr_started = false;
 }

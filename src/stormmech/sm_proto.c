@@ -20,6 +20,7 @@ void sm_hdr_init(struct storm_ctx *ctx, struct sm_hdr *h, int type,
 	h->type = (uint8_t)type;
 	h->src = (uint32_t)ctx->rank;
 	h->wvar = UINT32_MAX;
+	sm_client_hdr_init(ctx, h);
 	if (!op)
 		return;
 	h->root = op->root;
@@ -56,6 +57,10 @@ int sm_hdr_check(struct storm_ctx *ctx, const struct sm_hdr *h, size_t len)
 	if (h->type != SM_DATA && h->payload != 0) {
 		ctx->st.rx_bad_header++;
 		return -EINVAL;
+	}
+	if (sm_client_learn(ctx, h)) {
+		ctx->st.rx_bad_sender++;
+		return -EPERM;
 	}
 	if (h->src >= STORM_MAX_RANKS || !storm_set_has(&ctx->known, h->src) ||
 	    h->src == (uint32_t)ctx->rank) {

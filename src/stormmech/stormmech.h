@@ -145,6 +145,22 @@ int  storm_set_count(const storm_set_t *s);
 int  storm_set_next(const storm_set_t *s, int from);
 void storm_set_range(storm_set_t *s, int first, int last); /* adds */
 
+/* ------------------------------------------------------------- clients */
+/*
+ * Ranks STORM_CLIENT_RANK_FIRST..LAST are transient clients (srun on a login
+ * node): not in the node table, but free to be the root of XFER-AND-SIGNAL
+ * and the origin of COMPARE-AND-WRITE.  A ctx opened with a client rank
+ * puts its own "host:port" (IPv4) in every message; a node that receives a
+ * message from a client rank learns (or updates) that rank's address from
+ * it, so the root's children and the serializer can answer.  Only client
+ * ranks are learned this way and only well-formed addresses.  With port 0
+ * (tcp;ofi_rxm) a client ctx binds any free port; storm_ctx_addr() tells
+ * which.  Two clients using the same rank at the same time disturb each
+ * other's operations (they fail, nothing is corrupted): pick it at random.
+ */
+#define STORM_CLIENT_RANK_FIRST 768
+#define STORM_CLIENT_RANK_LAST  (STORM_MAX_RANKS - 1)
+
 /* ------------------------------------------------------------- context */
 typedef struct storm_ctx storm_ctx_t;
 
@@ -302,6 +318,10 @@ int storm_caw(storm_ctx_t *ctx, const storm_set_t *set, int var,
 	      uint64_t write_value, storm_set_t *unreachable);
 
 const char *storm_strerror(int err);
+
+bool storm_rank_is_client(int rank);
+/* this endpoint's "host:port" (the real port of a client opened with 0) */
+int  storm_ctx_addr(storm_ctx_t *ctx, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
