@@ -58,10 +58,67 @@ def section_sbatch(c, tmp):
         raise SystemExit("demo: the batch job did not complete; logs in %s" % c.path("log"))
 
 
+def section_launch(tmp, builddir=None, runs=3):
+    """The 16-node, 12 MiB row of the launch benchmark, measured here:
+    stock srun, stock srun --bcast, srun with the STORM broadcast, and the
+    transfers alone (sbcast in an allocation vs what STORM's srun logs)."""
+    import re
+    import subprocess
+    say("== Launch: a 12 MiB static program on 16 nodes (%d runs each)" % runs)
+    src = os.path.join(tmp, "prog12M.c")
+    exe = os.path.join(tmp, "prog12M")
+    with open(src, "w") as f:
+        f.write("volatile char pad[12 * 1024 * 1024 - 800 * 1024] = {1};\n"
+                "int main(void) { return pad[0] - 1; }\n")
+    subprocess.run(["gcc", "-O1", "-static", "-o", exe, src], check=True)
+    c = Cluster(os.path.join(tmp, "launch16"), nodes=16, builddir=builddir,
+                storm_conf="Timeslice=1s\nFailSafe=10s\n")
+    try:
+        c.start(timeout=180)
+        dest = c.path("local", "prog12M")
+        envs = {"stock srun": dict(c.env, SLURM_STORM_BCAST="no"),
+                "stock srun --bcast": dict(c.env, SLURM_STORM_BCAST="no"),
+                "srun, STORM broadcast": dict(c.env, SLURM_STORM_BCAST="yes",
+                                              SLURM_STORM_BCAST_TIMING="1")}
+        res = {k: [] for k in envs}
+        xfer = []
+        for _ in range(runs):
+            for name, e in envs.items():
+                c.wait_idle()
+                argv = ["srun", "-N16", "-n16"]
+                if name == "stock srun --bcast":
+                    argv.append("--bcast=" + dest)
+                t = time.monotonic()
+                r = c.run(argv + [exe], env=e)
+                res[name].append((time.monotonic() - t) * 1000)
+                m = re.search(r"transfer_ms=([\d.]+)", r.stderr)
+                if m:
+                    xfer.append(float(m.group(1)))
+        c.wait_idle()
+        r = c.run(["salloc", "--no-shell", "-N16"], env=envs["stock srun"])
+        jobid = re.search(r"Granted job allocation (\d+)", r.stderr).group(1)
+        sb = []
+        for _ in range(runs):
+            t = time.monotonic()
+            c.run(["sbcast", "-j", jobid, "-f", exe, dest], env=envs["stock srun"])
+            sb.append((time.monotonic() - t) * 1000)
+        c.run(["scancel", jobid], check=False)
+        for name, xs in res.items():
+            say("  %-22s launch: min %5.0f ms, median %5.0f ms" % (
+                name, min(xs), statistics.median(xs)))
+        say("  transfer alone: sbcast median %.0f ms, STORM broadcast median %.0f ms (%.1fx)" % (
+            statistics.median(sb), statistics.median(xfer),
+            statistics.median(sb) / statistics.median(xfer)))
+    finally:
+        c.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, default=8)
     ap.add_argument("--keep", action="store_true", help="keep the cluster directory")
+    ap.add_argument("--no-launch", action="store_true",
+                    help="skip the 16-node launch section")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="storm-demo-")
     c = Cluster(os.path.join(tmp, "cluster"), nodes=args.nodes)
@@ -77,6 +134,8 @@ def main():
     finally:
         c.stop()
         say("Cluster stopped.")
+    if not args.no_launch:
+        section_launch(tmp)
     if not args.keep:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)

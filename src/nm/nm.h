@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "src/common/storm_conf.h"
+#include "src/common/storm_nmctl.h"
 #include "src/stormmech/stormmech.h"
 
 #define NM_NAME "storm-nm"
@@ -87,15 +88,6 @@ extern int nm_ctl_open(nm_t *nm);
 /* Serve requests until nm->stop; poll timeout in ms between checks. */
 extern void nm_ctl_serve(nm_t *nm);
 extern void nm_ctl_close(nm_t *nm);
-/* Client side (used by the SPANK plugin and tests): one request, one
- * reply; returns 0 or -errno. */
-extern int nm_ctl_request(const char *sock_path, const char *req, char *reply,
-			  size_t replylen, int timeout_ms);
-/* The control socket and lock of a node under a BcastDir. */
-extern void nm_runtime_paths(const char *bcast_dir, const char *node,
-			     char *lock, size_t locklen, char *sock,
-			     size_t socklen);
-
 /* ---- modules (nm_modules.c) ---- */
 typedef struct nm_module {
 	const char *name;

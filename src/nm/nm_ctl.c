@@ -28,16 +28,6 @@ static struct {
 static int ncmds;
 static int listen_fd = -1;
 
-extern void nm_runtime_paths(const char *bcast_dir, const char *node,
-			     char *lock, size_t locklen, char *sock,
-			     size_t socklen)
-{
-	if (lock)
-		snprintf(lock, locklen, "%s/.nm-%s.lock", bcast_dir, node);
-	if (sock)
-		snprintf(sock, socklen, "%s/.nm-%s.sock", bcast_dir, node);
-}
-
 extern int nm_ctl_register(const char *command, nm_ctl_f fn)
 {
 	if (ncmds == NM_CTL_MAX_CMDS)
@@ -151,38 +141,4 @@ extern void nm_ctl_close(nm_t *nm)
 		listen_fd = -1;
 		unlink(nm->sock_path);
 	}
-}
-
-extern int nm_ctl_request(const char *sock_path, const char *req, char *reply,
-			  size_t replylen, int timeout_ms)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = timeout_ms / 1000,
-			      .tv_usec = (timeout_ms % 1000) * 1000 };
-	ssize_t n;
-	int fd, rc = 0;
-
-	if (strlen(sock_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, sock_path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) ||
-	    send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
-		rc = -errno;
-		goto done;
-	}
-	n = recv(fd, reply, replylen ? replylen - 1 : 0, 0);
-	if (n < 0) {
-		rc = -errno;
-		goto done;
-	}
-	if (replylen)
-		reply[n] = '\0';
-done:
-	close(fd);
-	return rc;
 }

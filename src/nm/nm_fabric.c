@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nm.h"
+#include "src/common/storm_bcast.h"
 
 /* Priority of the progress thread: above every job, below the kernel's
  * own real-time threads.  The switch thread (gang) runs one above it. */
@@ -39,6 +40,8 @@ extern int nm_fabric_open(nm_t *nm)
 	cfg.chunk = nm->conf.chunk_bytes;
 	cfg.window = (int) nm->conf.window;
 	cfg.timeout_ms = (int) (nm->conf.timeout_us / 1000);
+	/* 0..15 the NM's own, then one per broadcast client slot */
+	cfg.nvars = STORM_BCAST_NVARS;
 
 	rc = storm_ctx_open(&cfg, &nm->ctx);
 	if (rc) {

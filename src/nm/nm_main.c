@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 			nm->conf.bcast_dir, strerror(-rc));
 		return NM_EXIT_FAIL;
 	}
-	nm_runtime_paths(nm->conf.bcast_dir, nm->node, nm->lock_path,
+	storm_nm_paths(nm->conf.bcast_dir, nm->node, nm->lock_path,
 			 sizeof(nm->lock_path), nm->sock_path,
 			 sizeof(nm->sock_path));
 	/* Cheap pre-check so that a second start fails before detaching. */

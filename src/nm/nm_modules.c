@@ -5,7 +5,9 @@
 #include <stddef.h>
 
 #include "nm.h"
+extern const nm_module_t nm_bcast_module;	/* nm_bcast.c */
 
 const nm_module_t *const nm_modules[] = {
+	&nm_bcast_module,
 	NULL
 };

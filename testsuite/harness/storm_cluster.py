@@ -90,7 +90,8 @@ class Cluster:
 
     def __init__(self, workdir, nodes=8, storm=True, builddir=None,
                  storm_conf="", extra_conf="", partition_opts="",
-                 cpus=2, real_memory=1000, proctrack="cgroup", name=None):
+                 cpus=2, real_memory=1000, proctrack="cgroup", name=None,
+                 expect_nm=True):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         self.dir = os.path.abspath(workdir)
@@ -104,10 +105,13 @@ class Cluster:
         self.cpus = cpus
         self.real_memory = real_memory
         self.proctrack = proctrack
+        # start() waits for the node managers unless told none will run
+        # (a deliberately broken storm.conf keeps them from starting).
+        self.expect_nm = storm and expect_nm
         self.name = name or ("s" + hashlib.sha1(self.dir.encode()).hexdigest()[:8])
         self.hostname = socket.gethostname()
         self.procs = {}          # name -> Popen
-        self.node_ns = {}        # node name -> mount namespace inode
+        self.node_ns = {}        # node name -> mount namespace inodes, oldest first
         self.port_base = None
         self.env = None
 
@@ -242,7 +246,37 @@ class Cluster:
             self.start_slurmd(node)
         if wait:
             self.wait_idle(timeout=timeout)
+            if self.expect_nm:
+                self.wait_node_managers(timeout=timeout)
         return self
+
+    def nm_request(self, node, req, timeout=5):
+        """One request to a node's manager over its control socket."""
+        path = os.path.join(self.node_local(node), "storm", ".nm-%s.sock" % node)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            s.send(req.encode())
+            return s.recv(4096).decode()
+        finally:
+            s.close()
+
+    def wait_node_managers(self, nodes=None, timeout=60):
+        """Wait until every node manager has joined the fabric and answers
+        (slurmd is idle before its NM has fetched the node table)."""
+        deadline = time.time() + timeout
+        for node in nodes or self.node_names():
+            while True:
+                try:
+                    if self.nm_request(node, "ping").startswith("ok "):
+                        break
+                except OSError:
+                    pass
+                if time.time() > deadline:
+                    raise ClusterError("node manager of %s not ready after %d s; see %s" % (
+                        node, timeout, self.path("log", "storm-nm-%s.log" % node)))
+                time.sleep(0.1)
 
     def start_ctld(self):
         self._spawn("slurmctld", ["slurmctld", "-D", "-c", "-f", self.conf])
@@ -264,11 +298,15 @@ class Cluster:
                       self.node_local(node), self.path("local"), freezer,
                       self.conf, node))
         p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script])
-        for _ in range(100):
+        # Up to 10 s: on a loaded host unshare may take long to switch, and
+        # a namespace not recorded is a node whose processes stop() misses.
+        for _ in range(500):
             try:
                 ns = os.stat("/proc/%d/ns/mnt" % p.pid).st_ino
                 if ns != os.stat("/proc/self/ns/mnt").st_ino:
-                    self.node_ns[node] = ns
+                    # A restarted slurmd gets a new namespace; what the old
+                    # one started (the node manager) lives on in the old.
+                    self.node_ns.setdefault(node, []).append(ns)
                     break
             except OSError:
                 pass
@@ -351,15 +389,14 @@ class Cluster:
         return p.pid if p and p.poll() is None else None
 
     def ns_pids(self, node):
-        """Every process in a node's mount namespace (slurmd, stepds, tasks)."""
-        ns = self.node_ns.get(node)
+        """Every process a node started (slurmd, stepds, tasks, its node
+        manager), found by the node's mount namespaces."""
+        nss = set(self.node_ns.get(node, ()))
         pids = []
-        if ns is None:
-            return pids
         for d in os.listdir("/proc"):
             if d.isdigit():
                 try:
-                    if os.stat("/proc/%s/ns/mnt" % d).st_ino == ns:
+                    if os.stat("/proc/%s/ns/mnt" % d).st_ino in nss:
                         pids.append(int(d))
                 except OSError:
                     pass
@@ -423,6 +460,9 @@ class Cluster:
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+        # A frozen task cannot die: thaw this cluster's job cgroups (a
+        # gang-scheduled job may be frozen when a test ends).
+        self.thaw_all()
         deadline = time.time() + timeout
         for p in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -435,9 +475,19 @@ class Cluster:
             for pid in self.ns_pids(node):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+        self.thaw_all()
         self.procs.clear()
         self.node_ns.clear()
         self._remove_cgroups(self.cgroup_root("freezer"))
+
+    def thaw_all(self):
+        """Thaw every frozen cgroup of this cluster's freezer subtree."""
+        root = self.cgroup_root("freezer")
+        for d, _, files in os.walk(root):
+            if "freezer.state" in files and d != root:
+                with contextlib.suppress(OSError):
+                    with open(os.path.join(d, "freezer.state"), "w") as f:
+                        f.write("THAWED")
 
     @staticmethod
     def _remove_cgroups(root):

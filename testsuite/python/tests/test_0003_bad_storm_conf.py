@@ -91,7 +91,8 @@ def test_slurmd_with_bad_config_reports_and_keeps_running(cluster):
 
 
 def test_slurmctld_starts_with_bad_config(make_cluster):
-    c = make_cluster("badconf", nodes=2, storm_conf="Policy=roundrobin\n")
+    c = make_cluster("badconf", nodes=2, storm_conf="Policy=roundrobin\n",
+                     expect_nm=False)
     line = c.base_storm_conf().count("\n") + 1
     log = open(c.log()).read()
     assert re.search(r"sched/storm: init: \S+/storm\.conf:%d: bad value 'roundrobin' for key 'Policy'.*"

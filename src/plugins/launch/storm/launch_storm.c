@@ -24,7 +24,12 @@
 #include "src/common/slurm_opt.h"
 #include "src/srun/libsrun/launch.h"
 
+#include "src/common/proc_args.h"
+#include "src/common/storm_bcast.h"
+#include "src/common/storm_conf.h"
 #include "src/common/storm_wrap.h"
+
+#include "launch_bcast.h"
 
 const char plugin_name[] = "STORM launch plugin (wraps launch/slurm)";
 const char plugin_type[] = "launch/slurm";	/* see above; logs say launch/storm */
@@ -62,6 +67,158 @@ static const char *const base_syms[] = {
 };
 static storm_wrap_t base_lib;
 
+/*
+ * The broadcast this srun takes over from Slurm: --bcast[=dest] (srun.c
+ * would otherwise run its own bcast_file() after step creation), or every
+ * executable with storm.conf BcastExecutable=yes.  SLURM_STORM_BCAST=no
+ * leaves everything to stock Slurm (users, benchmarks); =yes broadcasts
+ * the executable through STORM even without --bcast.
+ */
+static struct {
+	bool active;
+	char *dest;		/* --bcast=PATH, else NULL */
+	storm_conf_t conf;
+} bc;
+
+static void bcast_setup(slurm_opt_t *opt_local)
+{
+	srun_opt_t *sropt = opt_local->srun_opt;
+	const char *env = getenv("SLURM_STORM_BCAST");
+	char path[4096], err[STORM_CONF_ERRLEN];
+	bool force = env && (!strcasecmp(env, "yes") || !strcmp(env, "1"));
+
+	if (env && (!strcasecmp(env, "no") || !strcmp(env, "0"))) {
+		verbose("%s: SLURM_STORM_BCAST=no: broadcasts are Slurm's own",
+			PREFIX);
+		return;
+	}
+	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
+	if (storm_conf_load(path, true, &bc.conf, err, sizeof(err))) {
+		error("%s: %s; STORM broadcast is off for this srun", PREFIX, err);
+		return;
+	}
+	if (!sropt->bcast_flag && !bc.conf.bcast_executable && !force)
+		return;
+	bc.active = true;
+	if (sropt->bcast_flag && sropt->bcast_file &&
+	    sropt->bcast_file[0] == '/')
+		bc.dest = xstrdup(sropt->bcast_file);
+	/* srun.c must not run its own bcast_file() as well */
+	sropt->bcast_flag = false;
+	verbose("%s: the executable goes through the STORM broadcast%s%s",
+		PREFIX, bc.dest ? " to " : "", bc.dest ? bc.dest : "");
+}
+
+/* Resolve and check the executable as srun does for --bcast, before any
+ * allocation or step exists (srun's own message, then exit). */
+static void bcast_check_exec(int command_pos, slurm_opt_t *opt_local)
+{
+	srun_opt_t *sropt = opt_local->srun_opt;
+	char err[4096], *full, *cmd;
+
+	if (!bc.active)
+		return;
+	if (sropt->multi_prog || !sropt->argv || !sropt->argv[command_pos]) {
+		verbose("%s: --multi-prog: executables are not broadcast", PREFIX);
+		bc.active = false;
+		return;
+	}
+	cmd = sropt->argv[command_pos];
+	full = search_path(opt_local->chdir, cmd, true, X_OK, true);
+	if (!full) {
+		/* say why, as precisely as the file system tells */
+		if (strchr(cmd, '/') &&
+		    storm_bcast_check_file(cmd, bc.conf.bcast_max_bytes, err,
+					   sizeof(err)))
+			error("%s: %s", PREFIX, err);
+		fatal("Can not execute %s", cmd);
+	}
+	if (storm_bcast_check_file(full, bc.conf.bcast_max_bytes, err,
+				   sizeof(err))) {
+		error("%s: %s", PREFIX, err);
+		fatal("Can not execute %s", cmd);
+	}
+	xfree(sropt->argv[command_pos]);
+	sropt->argv[command_pos] = full;
+	/* join the fabric while srun allocates and creates the step */
+	storm_bcast_prepare(&bc.conf);
+}
+
+/* A plain file name for the copy on the nodes. */
+static void bcast_name(const char *path, uint32_t step, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	size_t o;
+
+	base = base ? base + 1 : path;
+	snprintf(out, len, "s%u_%.190s", step, base);
+	for (o = 0; out[o]; o++)
+		if ((unsigned char) out[o] <= ' ' || out[o] == '/' ||
+		    (unsigned char) out[o] >= 0x7f)
+			out[o] = '_';
+}
+
+static int bcast_step(srun_job_t *job, slurm_opt_t *opt_local)
+{
+	srun_opt_t *sropt = opt_local->srun_opt;
+	storm_bcast_req_t req = { .conf = &bc.conf };
+	char err[4096], name[256], dir[4096];
+	char *remote = NULL;
+	slurm_step_layout_t *layout = NULL;
+
+	if (job->step_ctx && job->step_ctx->step_resp)
+		layout = job->step_ctx->step_resp->step_layout;
+	if (!layout || !layout->node_list || !sropt->argv || !sropt->argv[0]) {
+		error("%s: %ps: no node list or command to broadcast", PREFIX,
+		      &job->step_id);
+		return SLURM_ERROR;
+	}
+	req.path = sropt->argv[0];
+	req.job = job->step_id.job_id;
+	req.step = job->step_id.step_id;
+	req.nodelist = layout->node_list;
+	if (bc.dest) {
+		size_t l = strlen(bc.dest);
+		char *slash;
+
+		snprintf(dir, sizeof(dir), "%s", bc.dest);
+		if (l && bc.dest[l - 1] == '/') {
+			/* a directory: Slurm's name, without the node suffix */
+			while (l > 1 && dir[l - 1] == '/')
+				dir[--l] = '\0';
+			snprintf(name, sizeof(name), "slurm_bcast_%u.%u",
+				 req.job, req.step);
+		} else {
+			slash = strrchr(dir, '/');
+			snprintf(name, sizeof(name), "%s", slash + 1);
+			*slash = '\0';
+			if (!dir[0])
+				snprintf(dir, sizeof(dir), "/");
+		}
+		if (!storm_bcast_name_ok(name)) {
+			error("%s: --bcast=%s: the file name must not start with '.' or contain blanks",
+			      PREFIX, bc.dest);
+			return SLURM_ERROR;
+		}
+		req.dest_dir = dir;
+	} else {
+		bcast_name(req.path, req.step, name, sizeof(name));
+	}
+	req.dest_name = name;
+	if (storm_bcast_run(&req, &remote, err, sizeof(err))) {
+		error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
+		      PREFIX, req.path, &job->step_id, err);
+		return SLURM_ERROR;
+	}
+	verbose("%s: %ps: broadcast %s to %s as %s", PREFIX, &job->step_id,
+		req.path, layout->node_list, remote);
+	/* as srun.c does after its own bcast_file() */
+	xfree(sropt->argv[0]);
+	sropt->argv[0] = xstrdup(remote);
+	free(remote);
+	return SLURM_SUCCESS;
+}
+
 extern int init(void)
 {
 	char err[4096];
@@ -88,19 +245,27 @@ extern int init(void)
 
 extern int fini(void)
 {
+	storm_bcast_cleanup();
+	xfree(bc.dest);
 	storm_wrap_close(&base_lib, true);
 	return SLURM_SUCCESS;
 }
 
 extern int launch_p_setup_srun_opt(char **rest, slurm_opt_t *opt_local)
 {
-	return base.setup_srun_opt(rest, opt_local);
+	int rc = base.setup_srun_opt(rest, opt_local);
+
+	bcast_setup(opt_local);
+	return rc;
 }
 
 extern int launch_p_handle_multi_prog_verify(int command_pos,
 					     slurm_opt_t *opt_local)
 {
-	return base.handle_multi_prog(command_pos, opt_local);
+	int rc = base.handle_multi_prog(command_pos, opt_local);
+
+	bcast_check_exec(command_pos, opt_local);
+	return rc;
 }
 
 extern int launch_p_create_job_step(srun_job_t *job, bool use_all_cpus,
@@ -117,6 +282,11 @@ extern int launch_p_step_launch(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 				slurm_step_launch_callbacks_t *step_callbacks,
 				slurm_opt_t *opt_local)
 {
+	if (bc.active && bcast_step(job, opt_local)) {
+		/* no task starts anywhere; srun completes the step */
+		*global_rc = 1;
+		return SLURM_ERROR;
+	}
 	verbose("%s: launching %ps through launch/slurm", PREFIX, &job->step_id);
 	return base.step_launch(job, cio_fds, global_rc, step_callbacks,
 				opt_local);

@@ -66,6 +66,11 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	return storm_stepd_task_init(sp, ac, av);
 }
 
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	return storm_job_epilog(sp, ac, av);
+}
+
 int slurm_spank_slurmd_exit(spank_t sp, int ac, char **av)
 {
 	return storm_slurmd_exit(sp, ac, av);

@@ -23,5 +23,6 @@ extern int storm_srun_local_user_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_task_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_exit(spank_t sp, int ac, char **av);
+extern int storm_job_epilog(spank_t sp, int ac, char **av);
 
 #endif

@@ -1,0 +1,117 @@
+/*
+ * storm_bcast.h - the file broadcast protocol between srun (the STORM
+ * launch plugin) and the node managers.  Header only: srun and storm-nm
+ * include it, nothing else.
+ *
+ * One file = four fabric operations, all rooted at srun (a client rank):
+ *   1. XFER-AND-SIGNAL of the manifest (a munge credential whose payload
+ *      names job, step, uid, file, size, mode and checksum) to offset
+ *      STORM_BCAST_MANIFEST | key.  Each NM verifies it on commit, prepares
+ *      a hidden temporary file of the right size and sets its variable
+ *      storm_bcast_var(client) to STORM_BCAST_VAL(key, READY) or to a
+ *      refusal code.
+ *   2. COMPARE-AND-WRITE(var == READY) over the step's nodes.
+ *   3. XFER-AND-SIGNAL of the file itself to offset key: each NM's
+ *      destination callback returns the mapping of the temporary file, so
+ *      the chunks land in place (one copy per byte per node).  On commit
+ *      the NM checks the checksum and renames the file into place
+ *      (var = DONE); on abort it unlinks it.
+ *   4. COMPARE-AND-WRITE(var == DONE): every node holds the file.
+ */
+#ifndef STORM_BCAST_H
+#define STORM_BCAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Offsets of broadcast transfers: never region offsets (the NM's
+ * destination callback maps them), so they cannot collide with the Machine
+ * Manager's use of the global region. */
+#define STORM_BCAST_MANIFEST	((uint64_t) 1 << 63)
+#define STORM_BCAST_DATA	((uint64_t) 1 << 62)
+#define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
+#define STORM_BCAST_MAX_MANIFEST 4096
+
+/* Variables: one per client rank slot, above the NM's own variables. */
+#define STORM_BCAST_VAR_BASE	16
+#define STORM_BCAST_VAR_SLOTS	256
+#define STORM_BCAST_NVARS	(STORM_BCAST_VAR_BASE + STORM_BCAST_VAR_SLOTS)
+
+/* States in the low byte of the variable; the key is in the upper bits, so
+ * a value from an older transfer never matches. */
+enum storm_bcast_state {
+	STORM_BCAST_READY = 0x01,	/* manifest accepted, file prepared */
+	STORM_BCAST_DONE = 0x02,	/* file complete and in place */
+	STORM_BCAST_EPERM = 0x11,	/* credential or job check failed */
+	STORM_BCAST_ENOSPC = 0x12,	/* does not fit in the node's tmpfs */
+	STORM_BCAST_EFBIG = 0x13,	/* larger than BcastMaxSize */
+	STORM_BCAST_EIO = 0x14,		/* could not create or write it */
+	STORM_BCAST_EBADMSG = 0x15,	/* checksum mismatch */
+	STORM_BCAST_ABORTED = 0x16,	/* the transfer was aborted */
+};
+#define STORM_BCAST_VAL(key, st) \
+	((((uint64_t) (key) & STORM_BCAST_KEY_MASK) << 8) | (uint64_t) (st))
+
+static inline const char *storm_bcast_state_str(int st)
+{
+	switch (st) {
+	case STORM_BCAST_READY: return "ready";
+	case STORM_BCAST_DONE: return "done";
+	case STORM_BCAST_EPERM:
+		return "refused: not authorized (credential, job owner or node membership)";
+	case STORM_BCAST_ENOSPC:
+		return "No space left on device (node-local BcastDir)";
+	case STORM_BCAST_EFBIG: return "File too large (BcastMaxSize)";
+	case STORM_BCAST_EIO: return "cannot create the file on the node";
+	case STORM_BCAST_EBADMSG: return "checksum mismatch";
+	case STORM_BCAST_ABORTED: return "transfer aborted";
+	}
+	return "no answer";
+}
+
+/*
+ * The checksum bound into the credential: four interleaved 64-bit
+ * multiply-xor lanes (fast enough to run on every node at memory speed);
+ * it guards against corruption and forged chunks, it is not a MAC (the
+ * munge credential is what authenticates).
+ */
+static inline uint64_t storm_bcast_hash(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t h[4] = { 0x9e3779b97f4a7c15ULL, 0xc2b2ae3d27d4eb4fULL,
+			  0x165667b19e3779f9ULL, 0x27d4eb2f165667c5ULL };
+	const uint64_t m = 0xff51afd7ed558ccdULL;
+	size_t i = 0;
+
+	for (; i + 32 <= len; i += 32) {
+		uint64_t w[4];
+
+		memcpy(w, p + i, 32);
+		for (int k = 0; k < 4; k++)
+			h[k] = (h[k] ^ w[k]) * m;
+	}
+	for (; i < len; i++)
+		h[i & 3] = (h[i & 3] ^ p[i]) * m;
+	uint64_t r = h[0] ^ (h[1] >> 1) ^ (h[2] << 1) ^ (h[3] >> 3) ^ len;
+	r ^= r >> 33;
+	r *= 0xc4ceb9fe1a85ec53ULL;
+	r ^= r >> 29;
+	return r;
+}
+
+/* A file name the NM accepts: no path, no leading dot, printable. */
+static inline int storm_bcast_name_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !s[0] || s[0] == '.')
+		return 0;
+	for (; s[n]; n++)
+		if (s[n] == '/' || (unsigned char) s[n] <= ' ' ||
+		    (unsigned char) s[n] >= 0x7f)
+			return 0;
+	return n < 200;
+}
+
+#endif /* STORM_BCAST_H */

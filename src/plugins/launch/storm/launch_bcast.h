@@ -1,0 +1,41 @@
+/*
+ * launch_bcast.h - srun's side of the STORM file broadcast (launch/storm).
+ * No Slurm internals here: the caller passes plain values.
+ */
+#ifndef LAUNCH_BCAST_H
+#define LAUNCH_BCAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/common/storm_conf.h"
+
+typedef struct storm_bcast_req {
+	const storm_conf_t *conf;
+	const char *path;	/* resolved local file */
+	const char *dest_dir;	/* absolute dir, or NULL: the job directory */
+	const char *dest_name;	/* file name on the nodes (storm_bcast_name_ok) */
+	uint32_t job, step;
+	const char *nodelist;	/* the step's nodes, Slurm hostlist form */
+} storm_bcast_req_t;
+
+/*
+ * Broadcast one file to the node managers of nodelist and confirm that
+ * every node holds it.  On success *remote (malloc'ed) is the path on the
+ * nodes.  On failure err names the node(s) and the reason; no node keeps
+ * a partial file.  Returns 0 or -1.
+ */
+extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
+			   char *err, size_t errlen);
+
+/* Start joining the fabric in the background (idempotent). */
+extern void storm_bcast_prepare(const storm_conf_t *conf);
+/* Join and release what prepare made and run did not use. */
+extern void storm_bcast_cleanup(void);
+
+/* Check a local file for broadcast (regular, readable, size limit).
+ * Returns 0 or -1 with err filled like srun's own messages. */
+extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
+				  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,365 @@
+"""STORM launch: srun broadcasts the executable through libstormmech to the
+node managers, which write it to the node-local BcastDir; the tasks run the
+node-local copy; the files go away with the job.
+
+SLURM_STORM_BCAST=yes turns the STORM broadcast on without --bcast (the
+shared cluster keeps BcastExecutable=no); =no gives stock Slurm."""
+import hashlib
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+BCAST = {"SLURM_STORM_BCAST": "yes"}
+
+
+def env(cluster, **kw):
+    e = dict(cluster.env)
+    e.update(kw)
+    return e
+
+
+def share_dir(cluster):
+    """A directory every user can use (pytest's tmp_path is root-only)."""
+    d = cluster.path("share")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o1777)
+    return d
+
+
+def checksum_script(path, size):
+    """A shell script that prints its node, the sha256 of the file it runs
+    from and that file's path, padded to `size` bytes (several chunks)."""
+    head = ('#!/bin/sh\n'
+            'echo "$SLURMD_NODENAME $(sha256sum < "$0" | cut -d" " -f1) $0 '
+            '$(stat -c %a "$(dirname "$0")")"\n'
+            'exit 0\n')
+    pad = size - len(head)
+    line = "#" * 1023 + "\n"
+    body = head + line * (pad // 1024) + "#" * (pad % 1024)
+    with open(path, "w") as f:
+        f.write(body)
+    os.chmod(path, 0o755)
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def job_dirs(cluster, node):
+    d = os.path.join(cluster.node_local(node), "storm")
+    return sorted(x for x in os.listdir(d) if x.startswith("job_")) if os.path.isdir(d) else []
+
+
+def wait_no_files(cluster, timeout=40):
+    """Every node's BcastDir holds no job directory (epilog or sweep)."""
+    deadline = time.time() + timeout
+    left = {}
+    while time.time() < deadline:
+        left = {n: job_dirs(cluster, n) for n in cluster.node_names()}
+        left = {n: d for n, d in left.items() if d}
+        if not left:
+            return
+        time.sleep(0.5)
+    raise AssertionError("broadcast files left behind: %s" % left)
+
+
+def run_bcast(cluster, nodes, script, digest, extra=(), **envkw):
+    r = cluster.run(["srun", "-N", str(nodes), "--ntasks-per-node=1"] + list(extra) +
+                    [script], env=env(cluster, **BCAST, **envkw), timeout=180)
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert len(rows) == nodes, r.stdout + r.stderr
+    bcast_dir = cluster.path("local", "storm")
+    for node, sha, path, mode in rows:
+        assert sha == digest, "node %s holds a different copy" % node
+        assert path.startswith(bcast_dir + "/job_"), path   # the node-local copy ran
+        assert mode == "700"
+    assert sorted(r[0] for r in rows) == sorted(cluster.node_names()[:nodes])
+    return rows
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 8])
+def test_bcast_and_run_identical_copies(cluster, nodes):
+    script = os.path.join(share_dir(cluster), "sum%d.sh" % nodes)
+    digest = checksum_script(script, 3 * 1024 * 1024 + 12345)
+    run_bcast(cluster, nodes, script, digest)
+    wait_no_files(cluster)
+
+
+def test_bcast_16_nodes(make_cluster):
+    c = make_cluster("bcast16", nodes=16, storm_conf="Timeslice=1s\nFailSafe=10s\n")
+    script = os.path.join(share_dir(c), "sum16.sh")
+    digest = checksum_script(script, 5 * 1024 * 1024 + 7)
+    r = c.run(["srun", "-N16", "--ntasks-per-node=1", script],
+              env=env(c, SLURM_STORM_BCAST_TIMING="1", **BCAST), timeout=240)
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert len(rows) == 16 and {x[1] for x in rows} == {digest}, r.stdout + r.stderr
+    assert "storm-bcast:" in r.stderr and "nodes=16" in r.stderr
+    wait_no_files(c)
+
+
+def test_bcast_executable_from_storm_conf(cluster):
+    """BcastExecutable=yes broadcasts without --bcast or environment."""
+    conf = cluster.path("etc", "storm.conf")
+    alt = cluster.path("etc", "storm-bcastexec.conf")
+    with open(conf) as f, open(alt, "w") as g:
+        g.write(f.read() + "BcastExecutable=yes\n")
+    script = os.path.join(share_dir(cluster), "sumconf.sh")
+    digest = checksum_script(script, 100000)
+    r = cluster.run(["srun", "-N2", script], env=env(cluster, STORM_CONF=alt))
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert len(rows) == 2 and {x[1] for x in rows} == {digest}
+    assert all(x[2].startswith(cluster.path("local", "storm")) for x in rows)
+
+
+def test_srun_bcast_option_taken_over_and_opt_out(cluster):
+    script = os.path.join(share_dir(cluster), "sumopt.sh")
+    digest = checksum_script(script, 200000)
+    # --bcast without a path: the STORM per-job directory
+    r = cluster.run(["srun", "-N2", "--bcast", script])
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert {x[1] for x in rows} == {digest}
+    assert all(x[2].startswith(cluster.path("local", "storm", "job_")) for x in rows)
+    # --bcast=/absolute/path keeps Slurm's meaning (node-local here)
+    for n in cluster.node_names()[:2]:
+        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
+    dest = cluster.path("local", "dest", "prog.sh")
+    r = cluster.run(["srun", "-N2", "--bcast=" + dest, script])
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert {x[1] for x in rows} == {digest} and {x[2] for x in rows} == {dest}
+    for n in cluster.node_names()[:2]:
+        with open(os.path.join(cluster.node_local(n), "dest", "prog.sh"), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == digest
+        os.unlink(os.path.join(cluster.node_local(n), "dest", "prog.sh"))
+    # SLURM_STORM_BCAST=no: stock srun --bcast (Slurm's own file name)
+    r = cluster.run(["srun", "-N2", "-v", "--bcast=" + dest, script],
+                    env=env(cluster, SLURM_STORM_BCAST="no"))
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert {x[1] for x in rows} == {digest} and {x[2] for x in rows} == {dest}
+    assert "STORM broadcast" not in r.stderr
+
+
+BAD = [
+    # (what, how to make it, expected words)
+    ("missing", lambda d: os.path.join(d, "no-such-prog"), "No such file or directory"),
+    ("directory", lambda d: d, "not a regular file"),
+]
+
+
+@pytest.mark.parametrize("what,make,words", BAD)
+def test_bad_executable_clear_error_nothing_runs(cluster, what, make, words):
+    d = share_dir(cluster)
+    path = make(d)
+    before = cluster.run(["squeue", "-h", "-o", "%i"]).stdout
+    r = cluster.run(["srun", "-N2", path], check=False, env=env(cluster, **BCAST))
+    assert r.returncode != 0
+    assert "Can not execute" in r.stderr, r.stderr
+    assert words in r.stderr, r.stderr
+    # refused before any allocation: no job was created
+    assert "srun: job" not in r.stderr and "StepId" not in r.stderr, r.stderr
+    after = cluster.run(["squeue", "-h", "-o", "%i"]).stdout
+    assert not set(after.split()) - set(before.split())
+
+
+def test_too_large_for_bcastmaxsize(cluster):
+    conf = cluster.path("etc", "storm.conf")
+    small = cluster.path("etc", "storm-small.conf")
+    with open(conf) as f, open(small, "w") as g:
+        g.write(f.read() + "BcastMaxSize=1M\n")
+    script = os.path.join(share_dir(cluster), "big.sh")
+    checksum_script(script, 2 * 1024 * 1024)
+    r = cluster.run(["srun", "-N2", script], check=False,
+                    env=env(cluster, STORM_CONF=small, **BCAST))
+    assert r.returncode != 0
+    assert "Can not execute" in r.stderr and "BcastMaxSize" in r.stderr, r.stderr
+
+
+def ensure_user(name):
+    if subprocess.run(["id", name], capture_output=True).returncode:
+        subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True)
+    out = subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def test_unreadable_executable(cluster):
+    ensure_user("stormtest")
+    script = os.path.join(share_dir(cluster), "secret.sh")
+    checksum_script(script, 1000)
+    os.chmod(script, 0o711)     # executable, not readable, for other users
+    r = cluster.run(["runuser", "-u", "stormtest", "--", "srun", "-N1", script],
+                    check=False, env=env(cluster, **BCAST))
+    assert r.returncode != 0
+    assert "Can not execute" in r.stderr and "Permission denied" in r.stderr, r.stderr
+
+
+def test_other_user_cannot_read_the_copies(cluster):
+    uid = ensure_user("stormtest")
+    d = share_dir(cluster)
+    script = os.path.join(d, "mine.sh")
+    digest = checksum_script(script, 300000)
+    out = os.path.join(d, "mine.out")
+    batch = os.path.join(d, "mine.sbatch")
+    with open(batch, "w") as f:
+        f.write("#!/bin/sh\nexport SLURM_STORM_BCAST=yes\nsrun -N2 %s\nsleep 60\n" % script)
+    r = cluster.run(["runuser", "-u", "stormtest", "--", "sbatch", "--parsable", "-N2",
+                     "-o", out, batch])
+    jobid = int(r.stdout.strip().split(";")[0])
+    try:
+        deadline = time.time() + 90
+        files = []
+        while time.time() < deadline and len(files) < 2:
+            files = []
+            for n in cluster.node_names():
+                jd = os.path.join(cluster.node_local(n), "storm", "job_%d" % jobid)
+                if os.path.isdir(jd):
+                    files += [os.path.join(jd, x) for x in os.listdir(jd)
+                              if not x.startswith(".")]
+            time.sleep(0.5)
+        assert len(files) == 2, files
+        for f in files:
+            st = os.stat(os.path.dirname(f))
+            assert st.st_uid == uid and (st.st_mode & 0o777) == 0o700
+            assert os.stat(f).st_uid == uid
+            r = subprocess.run(["runuser", "-u", "nobody", "--", "cat", f],
+                               capture_output=True, text=True)
+            assert r.returncode != 0 and "Permission denied" in r.stderr
+            r = subprocess.run(["runuser", "-u", "nobody", "--", "ls",
+                                os.path.dirname(f)], capture_output=True, text=True)
+            assert r.returncode != 0
+        with open(out) as f:
+            assert {l.split()[1] for l in f if l.strip()} == {digest}
+    finally:
+        cluster.run(["scancel", str(jobid)], check=False)
+    cluster.wait_job(jobid)
+    wait_no_files(cluster)
+
+
+def test_sbatch_steps_use_the_broadcast(cluster):
+    d = share_dir(cluster)
+    script = os.path.join(d, "steps.sh")
+    digest = checksum_script(script, 1024 * 1024 + 3)
+    out = os.path.join(d, "steps.out")
+    jobid = cluster.sbatch("-N3", "-o", out, "--wrap",
+                           "srun -N3 --bcast %s && SLURM_STORM_BCAST=yes srun -N2 %s" % (
+                               script, script))
+    info = cluster.wait_job(jobid, timeout=180)
+    assert info["JobState"] == "COMPLETED", (info, open(out).read())
+    rows = [l.split() for l in open(out) if l.strip() and not l.startswith("srun")]
+    assert len(rows) == 5 and {x[1] for x in rows} == {digest}, rows
+    assert {x[2].split("/")[-2] for x in rows} == {"job_%d" % jobid}
+    assert {os.path.basename(x[2]) for x in rows} == {"s0_steps.sh", "s1_steps.sh"}
+    wait_no_files(cluster)
+
+
+def nm_pid(cluster, node):
+    with open(os.path.join(cluster.node_local(node), "storm", ".nm-%s.lock" % node)) as f:
+        return int(f.read().strip())
+
+
+def test_nm_killed_mid_transfer_fails_cleanly(cluster):
+    """Stop one NM once it accepted the transfer (so it never completes),
+    then kill it: srun fails naming that node, no task runs anywhere, and
+    no file stays on any node (the others drop their temporaries on ABORT,
+    the victim's successor removes its leftovers at start-up)."""
+    d = share_dir(cluster)
+    big = os.path.join(d, "big64.sh")
+    checksum_script(big, 64 * 1024 * 1024)
+    marker = cluster.path("local", "ran")
+    with open(big, "r+") as f:           # the task would leave a marker
+        f.seek(0)
+        f.write("#!/bin/sh\ntouch %s\nexit 0\n#" % marker)
+    victim = "node4"
+    pid = nm_pid(cluster, victim)
+    log = cluster.path("log", "storm-nm-%s.log" % victim)
+    start = os.path.getsize(log)
+    p = subprocess.Popen(["srun", "-N4", big], env=env(cluster, **BCAST),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with open(log) as f:
+                f.seek(start)
+                if "receiving s0_big64.sh" in f.read():
+                    break
+            time.sleep(0.005)
+        os.kill(pid, 19)            # SIGSTOP: it holds the file half-written
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.kill(pid, 9)
+    assert p.returncode != 0
+    assert "Failed to broadcast" in err and victim in err, err
+    assert "Step launch aborted" in err
+    for n in cluster.node_names():
+        assert not os.path.exists(os.path.join(cluster.node_local(n), "ran"))
+    # the node gets a new NM with its slurmd (SPANK), which cleans up; the
+    # machine manager may have drained the node meanwhile (its NM stopped
+    # acknowledging strobes): resume it
+    cluster.restart_slurmd(victim, wait=False)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        st = cluster.run(["sinfo", "-h", "-n", victim, "-o", "%T"], check=False).stdout
+        if "idle" in st and "drain" not in st:
+            break
+        if "drain" in st:
+            cluster.run(["scontrol", "update", "nodename=" + victim, "state=resume"],
+                        check=False)
+        time.sleep(0.5)
+    cluster.wait_idle()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if nm_pid(cluster, victim) != pid:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    wait_no_files(cluster)
+    for n in cluster.node_names():
+        sd = os.path.join(cluster.node_local(n), "storm")
+        for root, _, files in os.walk(sd):
+            assert not [f for f in files if f.startswith(".storm-")], (root, files)
+    # and the next broadcast works again on all nodes
+    script = os.path.join(d, "after.sh")
+    digest = checksum_script(script, 4096)
+    run_bcast(cluster, 4, script, digest)
+
+
+MPI_SRC = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    int rank, size, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d on %s sum %d exe %s\n", rank, size,
+           getenv("SLURMD_NODENAME"), sum, argv[0]);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_mpi_pmix_under_storm_launch(cluster):
+    d = share_dir(cluster)
+    src = os.path.join(d, "mpi_allreduce.c")
+    exe = os.path.join(d, "mpi_allreduce")
+    with open(src, "w") as f:
+        f.write(MPI_SRC)
+    subprocess.run(["mpicc", "-O1", "-o", exe, src], check=True)
+    e = env(cluster, OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo",
+            OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_mpi_yield_when_idle="1",
+            OMPI_MCA_pml="ob1", **BCAST)
+    r = cluster.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1", exe],
+                    env=e, timeout=240, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [l.split() for l in r.stdout.splitlines() if l.startswith("rank ")]
+    assert len(rows) == 4, r.stdout + r.stderr
+    assert len({x[5] for x in rows}) == 4
+    assert {x[7] for x in rows} == {"6"}                      # 0+1+2+3
+    assert all(x[9].startswith(cluster.path("local", "storm", "job_")) for x in rows)
