@@ -327,19 +327,31 @@ static int job_check(uint32_t job, uid_t uid, bool *on_node, bool *running,
 }
 
 /* ---------------------------------------------------- file helpers */
+/* A DIR stream over a copy of dirfd, from its start; dirfd stays open. */
+static DIR *opendir_at(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
+}
+
 /* Remove everything under dirfd without following links. */
 static void rm_tree_at(int dirfd)
 {
-	DIR *d;
+	DIR *d = opendir_at(dirfd);
 	struct dirent *e;
-	int fd = dup(dirfd);
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
-	rewinddir(d);
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
@@ -718,15 +730,11 @@ static void handle_end(work_t *w)
  * died (SIGKILL, node crash) are removed. */
 static void remove_stale_tmp(void)
 {
-	DIR *d;
+	DIR *d = opendir_at(B.dirfd);
 	struct dirent *e;
-	int fd = dup(B.dirfd);
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
 	while ((e = readdir(d))) {
 		unsigned job;
 		char c;
@@ -759,7 +767,6 @@ static void sweep(void)
 {
 	DIR *d;
 	struct dirent *e;
-	int fd;
 	time_t now = time(NULL);
 
 	pthread_mutex_lock(&B.lock);
@@ -780,13 +787,9 @@ static void sweep(void)
 	}
 	pthread_mutex_unlock(&B.lock);
 
-	fd = dup(B.dirfd);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
+	d = opendir_at(B.dirfd);
+	if (!d)
 		return;
-	}
-	rewinddir(d);
 	while ((e = readdir(d))) {
 		unsigned job;
 		char c;

@@ -82,11 +82,8 @@ static void deliver_result(struct storm_ctx *ctx, const struct storm_op *op,
 
 static void check_done(struct storm_ctx *ctx, struct storm_op *op)
 {
-	if (op->phase != SM_P_RUN)
+	if (op->phase != SM_P_RUN || !sm_children_done(op))
 		return;
-	for (int i = 0; i < op->tree.nchild; i++)
-		if (!op->ch[i].acked && !op->ch[i].failed)
-			return;
 	bool reached = storm_set_count(&op->failed) == 0;
 
 	if (!op->is_root) {

@@ -237,6 +237,15 @@ struct storm_ctx {
 	uint64_t last_timer_ns;
 };
 
+/* Every child of op has answered, by an ack or by failing. */
+static inline bool sm_children_done(const struct storm_op *op)
+{
+	for (int i = 0; i < op->tree.nchild; i++)
+		if (!op->ch[i].acked && !op->ch[i].failed)
+			return false;
+	return true;
+}
+
 /* sm_ctx.c */
 void sm_log(struct storm_ctx *ctx, storm_log_level_t lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -157,11 +157,9 @@ static void commit_local(struct storm_ctx *ctx, struct storm_op *op)
 
 static void check_done(struct storm_ctx *ctx, struct storm_op *op)
 {
-	if (op->phase != SM_P_RUN || op->nhave < op->nchunks)
+	if (op->phase != SM_P_RUN || op->nhave < op->nchunks ||
+	    !sm_children_done(op))
 		return;
-	for (int i = 0; i < op->tree.nchild; i++)
-		if (!op->ch[i].acked && !op->ch[i].failed)
-			return;
 	bool ok = storm_set_count(&op->failed) == 0;
 	if (!op->is_root) {
 		struct sm_hdr h;
