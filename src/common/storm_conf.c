@@ -49,6 +49,7 @@ static const key_def_t keys[] = {
 	{ "Policy", K_POLICY, F(policy), 0, 0, 0 },
 	{ "Provider", K_STRING, F(provider), S(provider), 0, 0 },
 	{ "Port", K_PORTS, 0, 0, 1024, 65535 },
+	{ "ControllerPort", K_U32, F(ctl_port), 0, 1024, 65535 },
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
@@ -86,6 +87,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->policy = STORM_POLICY_GANG;
 	snprintf(conf->provider, sizeof(conf->provider), "tcp;ofi_rxm");
 	conf->port_lo = conf->port_hi = 7100;
+	conf->ctl_port = 7099;
 	conf->failsafe_us = 1000000;
 	conf->suspect_quanta = 50;
 	conf->timeout_us = 5000000;
@@ -373,6 +375,12 @@ static int check_consistency(const storm_conf_t *c, const char *name,
 		return set_err(errbuf, errlen,
 			       "%s: FailSafe (%" PRIu64 " us) must be at least twice Timeslice (%" PRIu64 " us)",
 			       name, c->failsafe_us, c->timeslice_us);
+	/* The Machine Manager's endpoint lives on the slurmctld host, which
+	 * may also run node managers: the two must never share a port. */
+	if (c->ctl_port >= c->port_lo && c->ctl_port <= c->port_hi)
+		return set_err(errbuf, errlen,
+			       "%s: ControllerPort=%u lies inside Port=%u-%u",
+			       name, c->ctl_port, c->port_lo, c->port_hi);
 	if (c->bcast_dir[0] != '/')
 		return set_err(errbuf, errlen,
 			       "%s: BcastDir must be an absolute path, not '%s'",
@@ -533,19 +541,31 @@ extern storm_policy_t storm_conf_part_policy(const storm_conf_t *conf,
 	return conf->policy;
 }
 
+extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
+					const char *partition)
+{
+	for (int i = 0; partition && i < conf->nparts; i++)
+		if (!strcmp(conf->parts[i].name, partition) &&
+		    conf->parts[i].max_mpl)
+			return conf->parts[i].max_mpl;
+	return conf->max_mpl;
+}
+
 extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 {
 	int n;
 
 	n = snprintf(buf, len,
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
-		     "Provider=%s\nPort=%u-%u\nFailSafe=%" PRIu64 "us\n"
+		     "Provider=%s\nPort=%u-%u\nControllerPort=%u\n"
+		     "FailSafe=%" PRIu64 "us\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastDir=%s\nBcastMaxSize=%" PRIu64 "\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
-		     c->provider, c->port_lo, c->port_hi, c->failsafe_us,
+		     c->provider, c->port_lo, c->port_hi, c->ctl_port,
+		     c->failsafe_us,
 		     c->suspect_quanta, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->chunk_bytes, c->window,

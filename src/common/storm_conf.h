@@ -40,6 +40,8 @@ typedef struct {
 	storm_policy_t policy;		/* Policy= default for partitions */
 	char provider[64];		/* Provider= libfabric provider */
 	uint16_t port_lo, port_hi;	/* Port=N or N-M: node manager ports */
+	uint32_t ctl_port;		/* ControllerPort= the Machine Manager's
+					 * fabric port on the slurmctld host */
 	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
@@ -84,6 +86,10 @@ extern storm_policy_t storm_conf_part_policy(const storm_conf_t *conf,
 					     const char *partition);
 
 extern const char *storm_policy_str(storm_policy_t policy);
+
+/* MaxMPL for a partition: its override, else the global one. */
+extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
+					const char *partition);
 
 /* Parse "2ms", "500us", "1.5s", "300" (microseconds) into *us. */
 extern int storm_parse_duration(const char *s, uint64_t *us);

@@ -5,9 +5,12 @@
 #include <stddef.h>
 
 #include "nm.h"
+#include "nm_gang.h"
+
 extern const nm_module_t nm_bcast_module;	/* nm_bcast.c */
 
 const nm_module_t *const nm_modules[] = {
 	&nm_bcast_module,
+	&nm_gang_module,
 	NULL
 };

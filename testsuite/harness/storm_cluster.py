@@ -217,8 +217,9 @@ class Cluster:
     def base_storm_conf(self):
         """What every test cluster's storm.conf starts with: this cluster's
         ports, its node-local RAM disk and its log directory."""
-        return ("Port=%d-%d\nBcastDir=%s\nNMLogFile=%s\n" % (
+        return ("Port=%d-%d\nControllerPort=%d\nBcastDir=%s\nNMLogFile=%s\n" % (
             self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
+            self.nm_port_lo + self.nodes,
             self.path("local", "storm"), self.path("log", "storm-nm-%n.log")))
 
     def write_storm_conf(self, text):
@@ -442,6 +443,27 @@ class Cluster:
             # the new slurmd itself to finish starting.
             self.wait_log(r"slurmd started on ", node=node, start=start)
             self.wait_idle(nodes=[node])
+
+    def save_job_state(self, jobid, timeout=30):
+        """Make slurmctld write its job state now and wait until it has.
+
+        slurmctld saves job state lazily (state_save.c: at most every
+        SAVE_MAX_WAIT seconds), so a slurmctld killed outright within seconds
+        of a job starting comes back without the job.  A test that kills
+        slurmctld to test recovery calls this first; a harmless update of
+        `jobid` marks the job state dirty so a save must follow."""
+        since = time.time()
+        self.run(["scontrol", "update", "JobId=%s" % jobid,
+                  "Comment=state-saved"])
+        f = os.path.join(self.path("state"), "job_state")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with contextlib.suppress(OSError):
+                if os.stat(f).st_mtime > since:
+                    return
+            time.sleep(0.2)
+        raise ClusterError("slurmctld did not save its job state within %d s"
+                           % timeout)
 
     def restart_ctld(self, sig=signal.SIGTERM):
         """Stop slurmctld and start it again from its saved state."""

@@ -94,6 +94,18 @@ static const struct {
 	{ "MaxMPL=2 PartitionName=p\n", "storm.conf:1:", "PartitionName" },
 	{ "Timeslice=1s FailSafe=1s\n", "storm.conf", "FailSafe" },
 	{ "BcastDir=relative\n", "storm.conf", "BcastDir" },
+	/* gang keys (issue 5) */
+	{ "Timeslice=50\n", "storm.conf:1", "Timeslice" },
+	{ "Timeslice=2 ms\n", "storm.conf:1", "expected key=value" },
+	{ "Timeslice=2h\n", "storm.conf:1", "Timeslice" },
+	{ "MaxMPL=0\n", "storm.conf:1", "MaxMPL" },
+	{ "MaxMPL=17\n", "storm.conf:1", "MaxMPL" },
+	{ "Policy=roundrobin\n", "storm.conf:1", "Policy" },
+	{ "FailSafe=10us\n", "storm.conf:1", "FailSafe" },
+	{ "SuspectQuanta=0\n", "storm.conf:1", "SuspectQuanta" },
+	{ "ControllerPort=80\n", "storm.conf:1", "ControllerPort" },
+	{ "ControllerPort=70000\n", "storm.conf:1", "ControllerPort" },
+	{ "Port=7100-7131 ControllerPort=7110\n", "storm.conf", "ControllerPort" },
 };
 
 START_TEST(bad_input_names_line_and_key)
@@ -109,6 +121,23 @@ START_TEST(bad_input_names_line_and_key)
 		      "'%s' lacks '%s'", err, bad[_i].expect2);
 	/* A failed parse leaves the last good configuration alone. */
 	ck_assert_mem_eq(&conf, &before, sizeof(conf));
+}
+END_TEST
+
+START_TEST(gang_keys)
+{
+	ck_assert_int_eq(parse("Timeslice=300us MaxMPL=3 SuspectQuanta=4\n"
+			       "FailSafe=20ms ControllerPort=7300\n"
+			       "PartitionName=p MaxMPL=4\n"), 0);
+	ck_assert_uint_eq(conf.timeslice_us, 300);
+	ck_assert_uint_eq(conf.suspect_quanta, 4);
+	ck_assert_uint_eq(conf.failsafe_us, 20000);
+	ck_assert_uint_eq(conf.ctl_port, 7300);
+	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "p"), 4);
+	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "other"), 3);
+	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, NULL), 3);
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(conf.ctl_port, 7099);
 }
 END_TEST
 
@@ -164,6 +193,7 @@ START_TEST(format_round_trip_values)
 	ck_assert_int_eq(parse("Timeslice=3ms\nPartitionName=q Policy=local\n"), 0);
 	ck_assert_int_gt(storm_conf_format(&conf, out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Timeslice=3000us\n"));
+	ck_assert_ptr_nonnull(strstr(out, "ControllerPort=7099\n"));
 	ck_assert_ptr_nonnull(strstr(out, "PartitionName=q Policy=local MaxMPL=2\n"));
 	ck_assert_int_eq(storm_conf_format(&conf, out, 10), -1);
 }
@@ -181,6 +211,7 @@ int main(void)
 	tcase_add_test(tc, partition_override);
 	tcase_add_loop_test(tc, bad_input_names_line_and_key, 0,
 			    sizeof(bad) / sizeof(bad[0]));
+	tcase_add_test(tc, gang_keys);
 	tcase_add_test(tc, load_files);
 	tcase_add_test(tc, conf_path);
 	tcase_add_test(tc, format_round_trip_values);

@@ -22,6 +22,8 @@
 #include "src/common/storm_conf.h"
 #include "src/common/storm_wrap.h"
 
+#include "mm_gang.h"
+
 const char plugin_name[] = "STORM Machine Manager host (wraps sched/backfill)";
 const char plugin_type[] = "sched/storm";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
@@ -33,9 +35,6 @@ static const char *const base_syms[] = { "sched_p_reconfig" };
 static storm_wrap_t base_lib;
 
 static pthread_mutex_t mm_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t mm_cond = PTHREAD_COND_INITIALIZER;
-static pthread_t mm_thread;
-static bool mm_running, mm_stop;
 static storm_conf_t mm_conf;	/* last good storm.conf; under mm_lock */
 static bool mm_conf_ok;
 
@@ -61,52 +60,10 @@ static void _load_conf(const char *why)
 	slurm_mutex_lock(&mm_lock);
 	mm_conf = conf;
 	mm_conf_ok = true;
-	slurm_cond_broadcast(&mm_cond);
 	slurm_mutex_unlock(&mm_lock);
 	info("%s: %s: loaded %s: Timeslice=%" PRIu64 "us MaxMPL=%u Policy=%s Provider=%s",
 	     plugin_type, why, path, conf.timeslice_us, conf.max_mpl,
 	     storm_policy_str(conf.policy), conf.provider);
-}
-
-/*
- * The Machine Manager thread.  It samples slurmctld's job table under a
- * read lock once a second; the time-slot matrix and the fabric strobe are
- * built on this loop.
- */
-static void *_mm_agent(void *arg)
-{
-	slurmctld_lock_t job_read = { .job = READ_LOCK, .node = READ_LOCK };
-
-	info("%s: machine manager thread started", plugin_type);
-	slurm_mutex_lock(&mm_lock);
-	while (!mm_stop) {
-		struct timespec ts;
-		int running = 0;
-
-		slurm_mutex_unlock(&mm_lock);
-		lock_slurmctld(job_read);
-		if (job_list) {
-			ListIterator it = list_iterator_create(job_list);
-			job_record_t *job;
-
-			while ((job = list_next(it)))
-				if (IS_JOB_RUNNING(job))
-					running++;
-			list_iterator_destroy(it);
-		}
-		unlock_slurmctld(job_read);
-		debug2("%s: machine manager tick: running jobs=%d nodes=%d",
-		       plugin_type, running, node_record_count);
-
-		slurm_mutex_lock(&mm_lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		if (!mm_stop)
-			pthread_cond_timedwait(&mm_cond, &mm_lock, &ts);
-	}
-	slurm_mutex_unlock(&mm_lock);
-	info("%s: machine manager thread stopped", plugin_type);
-	return NULL;
 }
 
 extern int init(void)
@@ -122,28 +79,17 @@ extern int init(void)
 	verbose("%s: init: wrapping %s", plugin_type, base_lib.path);
 	_load_conf("init");
 
+	/* The Machine Manager (mm_gang.c) runs once storm.conf is good. */
 	slurm_mutex_lock(&mm_lock);
-	mm_stop = false;
-	if (!mm_running) {
-		slurm_thread_create(&mm_thread, _mm_agent, NULL);
-		mm_running = true;
-	}
+	if (mm_conf_ok)
+		mm_gang_start(&mm_conf);
 	slurm_mutex_unlock(&mm_lock);
 	return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
-	bool join;
-
-	slurm_mutex_lock(&mm_lock);
-	mm_stop = true;
-	join = mm_running;
-	mm_running = false;
-	slurm_cond_broadcast(&mm_cond);
-	slurm_mutex_unlock(&mm_lock);
-	if (join)
-		pthread_join(mm_thread, NULL);
+	mm_gang_stop();
 	storm_wrap_close(&base_lib, true);
 	return SLURM_SUCCESS;
 }
@@ -151,5 +97,9 @@ extern int fini(void)
 extern int sched_p_reconfig(void)
 {
 	_load_conf("reconfigure");
+	slurm_mutex_lock(&mm_lock);
+	if (mm_conf_ok)
+		mm_gang_start(&mm_conf);	/* or reconfigure it */
+	slurm_mutex_unlock(&mm_lock);
 	return base.reconfig ? base.reconfig() : SLURM_SUCCESS;
 }

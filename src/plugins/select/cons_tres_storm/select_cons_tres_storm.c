@@ -12,10 +12,18 @@
  */
 #include "config.h"
 
-#include "src/common/slurm_xlator.h"
-#include "src/common/select.h"
-#include "src/common/xstring.h"
+#include <pthread.h>
 
+#include "src/common/slurm_xlator.h"
+#include "src/common/bitstring.h"
+#include "src/common/job_resources.h"
+#include "src/common/node_conf.h"
+#include "src/common/select.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "src/common/storm_conf.h"
 #include "src/common/storm_wrap.h"
 
 const char plugin_name[] = "STORM co-scheduling selection (wraps cons_tres)";
@@ -76,6 +84,180 @@ _Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
 	       sizeof(slurm_select_ops_t) / sizeof(void *),
 	       "base_syms must name every slurm_select_ops_t member");
 
+/*
+ * Time slots.  Each node may carry at most MaxMPL running jobs of a
+ * Policy=gang partition (one per slot of the Machine Manager's matrix).
+ * The count is kept here, from job_begin/job_fini/job_suspend/job_resume
+ * and job_init (slurmctld restart), under our own lock: this plugin is
+ * loaded by every Slurm program, so it must not reach into slurmctld's
+ * job_list (a data symbol the clients do not have).
+ *
+ * Buddy placement: a multi-node job with no required nodes first tries
+ * node blocks aligned to the next power of two of its size (STORM's buddy
+ * allocation), preferring blocks that already hold whole jobs, so that the
+ * jobs of one slot share tree subtrees and a slot's strobe and
+ * acknowledgements stay within few subtrees.  If no aligned block fits,
+ * cons_tres chooses freely.
+ */
+typedef struct {
+	uint32_t job_id;
+	bitstr_t *nodes;
+} slot_job_t;
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_job_t *sjobs;
+static int nsjobs, capsjobs;
+static storm_conf_t sconf;
+static bool sconf_ok;
+
+#define BUDDY_MAX_TRIES 8
+
+static void _load_conf(const char *why)
+{
+	char path[4096], err[STORM_CONF_ERRLEN];
+	storm_conf_t c;
+
+	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
+	if (storm_conf_load(path, true, &c, err, sizeof(err))) {
+		/* sched/storm reports the error; keep the last good values */
+		debug("%s: %s: %s", plugin_type, why, err);
+		return;
+	}
+	slurm_mutex_lock(&slot_lock);
+	sconf = c;
+	sconf_ok = true;
+	slurm_mutex_unlock(&slot_lock);
+}
+
+/* MaxMPL of the job's partition if it time-shares, else 0; slot_lock. */
+static uint32_t _gang_mpl(job_record_t *job_ptr)
+{
+	const char *part = job_ptr->part_ptr ? job_ptr->part_ptr->name : NULL;
+
+	if (!sconf_ok ||
+	    storm_conf_part_policy(&sconf, part) != STORM_POLICY_GANG)
+		return 0;
+	return storm_conf_part_max_mpl(&sconf, part);
+}
+
+static void _track_del(uint32_t job_id)
+{
+	for (int i = 0; i < nsjobs; i++) {
+		if (sjobs[i].job_id == job_id) {
+			FREE_NULL_BITMAP(sjobs[i].nodes);
+			sjobs[i] = sjobs[--nsjobs];
+			return;
+		}
+	}
+}
+
+static void _track_add(job_record_t *job_ptr)
+{
+	bitstr_t *b = job_ptr->job_resrcs ? job_ptr->job_resrcs->node_bitmap :
+					    job_ptr->node_bitmap;
+
+	if (!b || !_gang_mpl(job_ptr))
+		return;
+	_track_del(job_ptr->job_id);
+	if (nsjobs == capsjobs) {
+		capsjobs = capsjobs ? capsjobs * 2 : 64;
+		xrecalloc(sjobs, capsjobs, sizeof(*sjobs));
+	}
+	sjobs[nsjobs].job_id = job_ptr->job_id;
+	sjobs[nsjobs].nodes = bit_copy(b);
+	nsjobs++;
+}
+
+static int _slots_used(int node)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsjobs; i++)
+		if (node < bit_size(sjobs[i].nodes) &&
+		    bit_test(sjobs[i].nodes, node))
+			n++;
+	return n;
+}
+
+/* Jobs wholly inside [lo, hi): how much a block is already "a buddy". */
+static int _jobs_inside(int lo, int hi)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsjobs; i++) {
+		int f = bit_ffs(sjobs[i].nodes), l = bit_fls(sjobs[i].nodes);
+
+		if (f >= lo && l >= 0 && l < hi)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Try aligned blocks; returns SLURM_SUCCESS with node_bitmap set to the
+ * choice, or an error (node_bitmap untouched) to let cons_tres choose.
+ */
+static int _buddy_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
+		       uint32_t min_nodes, uint32_t max_nodes,
+		       uint32_t req_nodes, uint16_t mode,
+		       List preemptee_candidates, List *preemptee_job_list,
+		       bitstr_t *exc_core_bitmap)
+{
+	int size = bit_size(node_bitmap), b = 1, nblk, tries = 0;
+	int order[BUDDY_MAX_TRIES * 4], score[BUDDY_MAX_TRIES * 4], n = 0;
+	int rc = SLURM_ERROR;
+
+	while ((uint32_t) b < min_nodes)
+		b <<= 1;
+	if (b >= size)
+		return SLURM_ERROR;
+	nblk = (size + b - 1) / b;
+	slurm_mutex_lock(&slot_lock);
+	for (int k = 0; k < nblk && n < BUDDY_MAX_TRIES * 4; k++) {
+		int lo = k * b, hi = MIN(size, lo + b);
+
+		if (bit_set_count_range(node_bitmap, lo, hi) < (int) min_nodes)
+			continue;
+		order[n] = k;
+		score[n] = _jobs_inside(lo, hi);
+		n++;
+	}
+	slurm_mutex_unlock(&slot_lock);
+	/* most jobs already inside first; stable for equal scores */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && score[j] > score[j - 1]; j--) {
+			int t = score[j];
+
+			score[j] = score[j - 1];
+			score[j - 1] = t;
+			t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n && tries < BUDDY_MAX_TRIES; i++, tries++) {
+		int lo = order[i] * b, hi = MIN(size, lo + b);
+		bitstr_t *blk = bit_copy(node_bitmap);
+
+		if (lo > 0)
+			bit_nclear(blk, 0, lo - 1);
+		if (hi < size)
+			bit_nclear(blk, hi, size - 1);
+		rc = base.job_test(job_ptr, blk, min_nodes, MIN(max_nodes, b),
+				   MIN(req_nodes, b), mode,
+				   preemptee_candidates, preemptee_job_list,
+				   exc_core_bitmap);
+		if (rc == SLURM_SUCCESS) {
+			bit_copybits(node_bitmap, blk);
+			debug("%s: %pJ placed in aligned block %d-%d", plugin_type,
+			      job_ptr, lo, hi - 1);
+			FREE_NULL_BITMAP(blk);
+			return rc;
+		}
+		FREE_NULL_BITMAP(blk);
+	}
+	return SLURM_ERROR;
+}
+
 extern int init(void)
 {
 	char err[4096];
@@ -89,6 +271,7 @@ extern int init(void)
 	}
 	verbose("%s: init: wrapping %s (plugin_id=%u)", plugin_type,
 		base_lib.path, plugin_id);
+	_load_conf("init");
 	return SLURM_SUCCESS;
 }
 
@@ -96,6 +279,12 @@ extern int fini(void)
 {
 	/* slurmctld loads cons_tres itself too: let Slurm run its fini(). */
 	storm_wrap_close(&base_lib, false);
+	slurm_mutex_lock(&slot_lock);
+	while (nsjobs)
+		_track_del(sjobs[0].job_id);
+	xfree(sjobs);
+	capsjobs = 0;
+	slurm_mutex_unlock(&slot_lock);
 	return SLURM_SUCCESS;
 }
 
@@ -111,6 +300,18 @@ extern int select_p_state_restore(char *dir_name)
 
 extern int select_p_job_init(List job_list)
 {
+	/* slurmctld (re)started: count the slots of the running jobs */
+	if (job_list) {
+		ListIterator it = list_iterator_create(job_list);
+		job_record_t *job_ptr;
+
+		slurm_mutex_lock(&slot_lock);
+		while ((job_ptr = list_next(it)))
+			if (IS_JOB_RUNNING(job_ptr))
+				_track_add(job_ptr);
+		slurm_mutex_unlock(&slot_lock);
+		list_iterator_destroy(it);
+	}
 	return base.job_init(job_list);
 }
 
@@ -126,6 +327,62 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			     List *preemptee_job_list,
 			     bitstr_t *exc_core_bitmap)
 {
+	uint32_t mpl;
+	int full = 0, rc;
+	bitstr_t *full_map = NULL;
+
+	if (!SELECT_IS_MODE_RUN_NOW(mode) || !node_bitmap)
+		goto pass;
+	slurm_mutex_lock(&slot_lock);
+	mpl = _gang_mpl(job_ptr);
+	if (mpl) {
+		/* A reason we set earlier is re-derived on every attempt. */
+		if (job_ptr->state_reason == WAIT_BLOCK_MAX_ERR) {
+			job_ptr->state_reason = WAIT_NO_REASON;
+			xfree(job_ptr->state_desc);
+		}
+		full_map = bit_alloc(bit_size(node_bitmap));
+		for (int i = 0; i < bit_size(node_bitmap); i++) {
+			if (bit_test(node_bitmap, i) && _slots_used(i) >= (int) mpl) {
+				bit_clear(node_bitmap, i);
+				bit_set(full_map, i);
+				full++;
+			}
+		}
+	}
+	slurm_mutex_unlock(&slot_lock);
+	if (!mpl)
+		goto pass;
+
+	rc = SLURM_ERROR;
+	if (min_nodes > 1 && job_ptr->details && !job_ptr->details->req_node_bitmap)
+		rc = _buddy_test(job_ptr, node_bitmap, min_nodes, max_nodes,
+				 req_nodes, mode, preemptee_candidates,
+				 preemptee_job_list, exc_core_bitmap);
+	if (rc != SLURM_SUCCESS)
+		rc = base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
+				   req_nodes, mode, preemptee_candidates,
+				   preemptee_job_list, exc_core_bitmap);
+	if (rc != SLURM_SUCCESS && full) {
+		/*
+		 * Tell the user why, in squeue.  Slurm 22.05 resets the reason
+		 * to "Resources" after a failed selection unless it is one of
+		 * the (BlueGene-era) select-owned reasons, which it keeps
+		 * (node_scheduler.c, select_nodes()); squeue prints state_desc.
+		 */
+		char *names = bitmap2node_name(full_map);
+
+		job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
+		xfree(job_ptr->state_desc);
+		xstrfmtcat(job_ptr->state_desc,
+			   "STORM_time_slots_full:MaxMPL=%u_on_%s", mpl, names);
+		xfree(names);
+		debug("%s: %pJ pends: all %u time slots in use on %d node(s)",
+		      plugin_type, job_ptr, mpl, full);
+	}
+	FREE_NULL_BITMAP(full_map);
+	return rc;
+pass:
 	return base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
 			     req_nodes, mode, preemptee_candidates,
 			     preemptee_job_list, exc_core_bitmap);
@@ -133,8 +390,16 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 
 extern int select_p_job_begin(job_record_t *job_ptr)
 {
+	int rc;
+
 	debug("%s: job_begin %pJ", plugin_type, job_ptr);
-	return base.job_begin(job_ptr);
+	rc = base.job_begin(job_ptr);
+	if (rc == SLURM_SUCCESS) {
+		slurm_mutex_lock(&slot_lock);
+		_track_add(job_ptr);
+		slurm_mutex_unlock(&slot_lock);
+	}
+	return rc;
 }
 
 extern int select_p_job_ready(job_record_t *job_ptr)
@@ -161,16 +426,26 @@ extern int select_p_job_signal(job_record_t *job_ptr, int signal)
 extern int select_p_job_fini(job_record_t *job_ptr)
 {
 	debug("%s: job_fini %pJ", plugin_type, job_ptr);
+	slurm_mutex_lock(&slot_lock);
+	_track_del(job_ptr->job_id);
+	slurm_mutex_unlock(&slot_lock);
 	return base.job_fini(job_ptr);
 }
 
 extern int select_p_job_suspend(job_record_t *job_ptr, bool indf_susp)
 {
+	/* Slurm's own suspend frees the slot (the MM leaves such jobs alone) */
+	slurm_mutex_lock(&slot_lock);
+	_track_del(job_ptr->job_id);
+	slurm_mutex_unlock(&slot_lock);
 	return base.job_suspend(job_ptr, indf_susp);
 }
 
 extern int select_p_job_resume(job_record_t *job_ptr, bool indf_susp)
 {
+	slurm_mutex_lock(&slot_lock);
+	_track_add(job_ptr);
+	slurm_mutex_unlock(&slot_lock);
 	return base.job_resume(job_ptr, indf_susp);
 }
 
@@ -301,6 +576,7 @@ extern int select_p_update_node_config(int index)
 
 extern int select_p_reconfigure(void)
 {
+	_load_conf("reconfigure");
 	return base.reconfigure();
 }
 

@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
@@ -167,6 +169,50 @@ static void start_nm(const storm_conf_t *conf, const char *storm_conf_path)
 						WTERMSIG(status));
 }
 
+/*
+ * The node manager watchdog.  The NM thaws every job it froze when it
+ * stops, but a node manager killed with SIGKILL (or crashed) cannot: its
+ * gang-scheduled jobs would stay frozen.  So slurmd checks once a second
+ * whether the NM still holds its node lock, and starts a new one when it
+ * does not; the new NM thaws what its predecessor left frozen
+ * (nm_cgroup.c) before it does anything else.
+ */
+static pthread_t wd_thread;
+static bool wd_running;
+static volatile int wd_stop;
+static storm_conf_t wd_conf;
+static char wd_conf_path[4096];
+
+static bool nm_alive(const char *lock_path)
+{
+	int fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+	bool alive;
+
+	if (fd < 0)
+		return true;	/* never started here: nothing to restart */
+	alive = flock(fd, LOCK_SH | LOCK_NB) != 0;
+	close(fd);		/* drops our lock, if we got one */
+	return alive;
+}
+
+static void *watchdog(void *arg)
+{
+	char node[256], conf[4096], lock[4600];
+
+	slurmd_args(node, sizeof(node), conf, sizeof(conf));
+	snprintf(lock, sizeof(lock), "%s/.nm-%s.lock", wd_conf.bcast_dir, node);
+	while (!wd_stop) {
+		for (int i = 0; i < 10 && !wd_stop; i++)
+			usleep(100000);
+		if (wd_stop || nm_alive(lock))
+			continue;
+		slurm_info("%s: node manager for node %s is gone; starting a new one",
+			   STORM_SPANK_PREFIX, node);
+		start_nm(&wd_conf, wd_conf_path);
+	}
+	return NULL;
+}
+
 extern int storm_slurmd_init(spank_t sp, int ac, char **av)
 {
 	storm_conf_t conf;
@@ -178,6 +224,11 @@ extern int storm_slurmd_init(spank_t sp, int ac, char **av)
 		   STORM_SPANK_PREFIX, conf.provider, conf.port_lo,
 		   conf.port_hi, conf.bcast_dir);
 	start_nm(&conf, path);
+	wd_conf = conf;
+	snprintf(wd_conf_path, sizeof(wd_conf_path), "%s", path);
+	wd_stop = 0;
+	if (!wd_running && !pthread_create(&wd_thread, NULL, watchdog, NULL))
+		wd_running = true;
 	return 0;
 }
 
@@ -185,5 +236,10 @@ extern int storm_slurmd_exit(spank_t sp, int ac, char **av)
 {
 	/* The node manager outlives slurmd on purpose (restarts, upgrades). */
 	slurm_verbose("%s: slurmd exit", STORM_SPANK_PREFIX);
+	if (wd_running) {
+		wd_stop = 1;
+		pthread_join(wd_thread, NULL);
+		wd_running = false;
+	}
 	return 0;
 }

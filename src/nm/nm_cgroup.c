@@ -1,0 +1,216 @@
+/*
+ * nm_cgroup.c - freeze and thaw a job's cgroup, cgroup v1 or v2.
+ *
+ * The NM switches whole jobs: it writes the job-level cgroup that Slurm's
+ * own cgroup plugins create, so every step of the job (batch script,
+ * srun steps, extern step) stops and starts together, and nothing has to
+ * register tasks with the NM.
+ *
+ *   v1 (proctrack/cgroup): <mnt>/freezer/slurm_<node>/uid_<uid>/job_<id>
+ *      freezer.state <- FROZEN | THAWED
+ *   v2 (cgroup/v2, built with --enable-multiple-slurmd as Debian does):
+ *      <mnt>/system.slice/<node>_slurmstepd.scope/job_<id>, or
+ *      <mnt>/system.slice/slurmstepd.scope/job_<id>
+ *      cgroup.freeze <- 1 | 0
+ *
+ * Why the job level: Slurm's own suspend (scontrol suspend, and the stock
+ * gang scheduler) freezes the *step* cgroups under proctrack/cgroup.  In
+ * v1 a cgroup is frozen while it or any ancestor is self-frozen, and in v2
+ * cgroup.freeze is per cgroup with the effective state inherited, so our
+ * job-level freeze and Slurm's step-level suspend compose: thawing the job
+ * never resumes a step Slurm suspended.
+ *
+ * The version is chosen the way Slurm does (src/common/cgroup.c):
+ * CgroupPlugin in cgroup.conf beside slurm.conf, else autodetect from the
+ * file system type of /sys/fs/cgroup.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "nm.h"
+#include "nm_gang.h"
+
+static int cg_version;		/* 1 or 2 */
+static char cg_mnt[1024] = "/sys/fs/cgroup";
+static char cg_node[64];
+
+/* Read CgroupPlugin and CgroupMountpoint from cgroup.conf, if any. */
+static void read_cgroup_conf(const char *slurm_conf, char *plugin,
+			     size_t plen)
+{
+	char path[4200], line[1024];
+	const char *slash = strrchr(slurm_conf, '/');
+	FILE *fp;
+
+	plugin[0] = '\0';
+	if (slash)
+		snprintf(path, sizeof(path), "%.*s/cgroup.conf",
+			 (int) (slash - slurm_conf), slurm_conf);
+	else
+		snprintf(path, sizeof(path), "/etc/slurm/cgroup.conf");
+	fp = fopen(path, "r");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		char *p = line, *eq, *end;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '#' || !(eq = strchr(p, '=')))
+			continue;
+		*eq++ = '\0';
+		end = eq + strcspn(eq, " \t\r\n#");
+		*end = '\0';
+		if (!strcasecmp(p, "CgroupPlugin"))
+			snprintf(plugin, plen, "%s", eq);
+		else if (!strcasecmp(p, "CgroupMountpoint") && *eq)
+			snprintf(cg_mnt, sizeof(cg_mnt), "%s", eq);
+	}
+	fclose(fp);
+}
+
+static int autodetect(void)
+{
+	struct statfs fs;
+
+	if (statfs("/sys/fs/cgroup/", &fs) < 0)
+		return -1;
+	if (fs.f_type == CGROUP2_SUPER_MAGIC)
+		return 2;
+	if (fs.f_type == TMPFS_MAGIC) {
+		if (statfs("/sys/fs/cgroup/systemd/", &fs) == 0 &&
+		    fs.f_type == CGROUP2_SUPER_MAGIC)
+			return 2;
+		return 1;
+	}
+	return -1;
+}
+
+extern int nm_cg_init(nm_t *nm)
+{
+	char plugin[64];
+
+	snprintf(cg_node, sizeof(cg_node), "%s", nm->node);
+	read_cgroup_conf(nm->slurm_conf, plugin, sizeof(plugin));
+	if (!strcmp(plugin, "cgroup/v1"))
+		cg_version = 1;
+	else if (!strcmp(plugin, "cgroup/v2"))
+		cg_version = 2;
+	else
+		cg_version = autodetect();
+	if (cg_version < 0) {
+		nm_error("gang: cannot tell the cgroup version of %s", cg_mnt);
+		return -ENOTSUP;
+	}
+	nm_info("gang: switching jobs through cgroup v%d under %s%s",
+		cg_version, cg_mnt, cg_version == 1 ? "/freezer" : "");
+	return 0;
+}
+
+extern int nm_cg_version(void)
+{
+	return cg_version;
+}
+
+/* The job's freeze-control file; 0 if it exists. */
+static int job_ctl_path(uint32_t job_id, uint32_t uid, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (cg_version == 1) {
+		snprintf(buf, len, "%s/freezer/slurm_%s/uid_%u/job_%u/freezer.state",
+			 cg_mnt, cg_node, uid, job_id);
+		return stat(buf, &st) ? -errno : 0;
+	}
+	snprintf(buf, len, "%s/system.slice/%s_slurmstepd.scope/job_%u/cgroup.freeze",
+		 cg_mnt, cg_node, job_id);
+	if (!stat(buf, &st))
+		return 0;
+	snprintf(buf, len, "%s/system.slice/slurmstepd.scope/job_%u/cgroup.freeze",
+		 cg_mnt, job_id);
+	return stat(buf, &st) ? -errno : 0;
+}
+
+extern int nm_cg_job_open(uint32_t job_id, uint32_t uid)
+{
+	char path[2048];
+	int fd, rc;
+
+	if ((rc = job_ctl_path(job_id, uid, path, sizeof(path))))
+		return rc;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+extern int nm_cg_write(int fd, bool frozen)
+{
+	const char *v;
+	ssize_t n;
+
+	if (cg_version == 1)
+		v = frozen ? "FROZEN" : "THAWED";
+	else
+		v = frozen ? "1" : "0";
+	n = pwrite(fd, v, strlen(v), 0);
+	return n < 0 ? -errno : 0;
+}
+
+/*
+ * Thaw every job-level cgroup of this node that is self-frozen: a previous
+ * NM of this node may have died (SIGKILL) with jobs frozen, and only the
+ * NM ever freezes the job level, so this thaws nothing Slurm froze.
+ */
+extern int nm_cg_thaw_orphans(void)
+{
+	char pat[2048];
+	glob_t g;
+	int thawed = 0;
+
+	if (cg_version == 1)
+		snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_*/job_*",
+			 cg_mnt, cg_node);
+	else
+		snprintf(pat, sizeof(pat), "%s/system.slice/*slurmstepd.scope/job_*",
+			 cg_mnt);
+	if (glob(pat, GLOB_ONLYDIR, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char path[4200], v[32] = "";
+		const char *self = cg_version == 1 ? "freezer.self_freezing" :
+						     "cgroup.freeze";
+		const char *ctl = cg_version == 1 ? "freezer.state" :
+						    "cgroup.freeze";
+		ssize_t n;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s", g.gl_pathv[i], self);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, v, sizeof(v) - 1);
+		close(fd);
+		if (n <= 0 || v[0] != '1')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", g.gl_pathv[i], ctl);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!nm_cg_write(fd, false)) {
+			nm_info("gang: thawed %s, left frozen by an earlier node manager",
+				g.gl_pathv[i]);
+			thawed++;
+		}
+		close(fd);
+	}
+	globfree(&g);
+	return thawed;
+}

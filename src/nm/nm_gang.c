@@ -1,0 +1,455 @@
+/*
+ * nm_gang.c - the node's end of gang scheduling.
+ *
+ * A switching thread waits for the Machine Manager's strobe (TEST-EVENT on
+ * STORM_GANG_EV_STROBE), freezes the jobs that do not run in the new slot,
+ * then thaws the ones that do, and stores the strobe's epoch in
+ * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  See
+ * storm_gang.h for the wire format.
+ *
+ * Why freeze first, then thaw: the two gangs must not run at once on a
+ * node; a v1 freeze takes effect within ~100 us (baselines.md section 5),
+ * so the overlap is that, not the whole quantum.
+ *
+ * Why SCHED_FIFO: measured on this host, a freeze issued from an ordinary
+ * thread on a busy node waits 4-8 ms for a scheduler tick; from a
+ * real-time thread it takes 20-170 us.  The thread sleeps in TEST-EVENT
+ * between strobes, so it does not compete with the jobs it switches.
+ *
+ * Fail-safe (fail open): if no strobe arrives for FailSafe, every job this
+ * NM froze is thawed, and so at exit; at start, job cgroups that an
+ * earlier NM of this node left frozen are thawed.  A job is never left
+ * frozen because a controller or a node manager died.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "src/common/storm_gang.h"
+#include "nm_gang.h"
+
+/* One above the fabric progress thread (nm_fabric.c). */
+#define NM_GANG_RT_PRIO 41
+#define NM_GANG_WAIT_MS 20		/* fail-safe check period */
+#define NM_GANG_RETRY_EPOCHS 8		/* re-look for an absent cgroup */
+#define NM_GANG_TRACE 512
+
+typedef struct gjob {
+	uint32_t job_id, uid, mask;
+	int fd;			/* freeze control, -1 when not on this node */
+	bool frozen;		/* frozen by us */
+	bool listed;		/* in the current table */
+	uint64_t retry_epoch;	/* next epoch to look for its cgroup */
+} gjob_t;
+
+typedef struct trace {
+	uint64_t epoch, sent_ns, recv_ns, done_ns;
+	uint32_t slot, nfrozen;
+} trace_t;
+
+static nm_t *gnm;
+static pthread_t thr;
+static bool thr_started;
+static volatile int thr_stop;
+static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Under glock (the thread holds it while switching; ctl reads it). */
+static gjob_t *jobs;
+static int njobs, capjobs;
+static storm_gang_strobe_t last;	/* last strobe applied */
+static uint64_t table_gen;		/* generation applied */
+static uint64_t last_strobe_ns;		/* CLOCK_MONOTONIC */
+static uint64_t nstrobes, nfreeze, nthaw, nfailsafe;
+static bool failsafe_open;		/* thawed all for lack of strobes */
+static trace_t ring[NM_GANG_TRACE];
+static uint64_t ring_n;
+static void *table_buf;			/* private copy of the table */
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static gjob_t *find_job(uint32_t job_id)
+{
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].job_id == job_id)
+			return &jobs[i];
+	return NULL;
+}
+
+static gjob_t *add_job(uint32_t job_id, uint32_t uid)
+{
+	gjob_t *j;
+
+	if (njobs == capjobs) {
+		int cap = capjobs ? capjobs * 2 : 64;
+		gjob_t *n = realloc(jobs, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		jobs = n;
+		capjobs = cap;
+	}
+	j = &jobs[njobs++];
+	memset(j, 0, sizeof(*j));
+	j->job_id = job_id;
+	j->uid = uid;
+	j->fd = -1;
+	return j;
+}
+
+static void drop_job(gjob_t *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	*j = jobs[--njobs];
+}
+
+/* Freeze or thaw one job; a vanished cgroup means the job ended here. */
+static void set_frozen(gjob_t *j, bool frozen, uint64_t epoch)
+{
+	int rc;
+
+	if (j->fd < 0 || j->frozen == frozen)
+		return;
+	rc = nm_cg_write(j->fd, frozen);
+	if (rc) {
+		nm_verbose("gang: job %u: %s failed (%s); the job left this node",
+			   j->job_id, frozen ? "freeze" : "thaw", strerror(-rc));
+		close(j->fd);
+		j->fd = -1;
+		j->frozen = false;
+		j->retry_epoch = epoch + NM_GANG_RETRY_EPOCHS;
+		return;
+	}
+	j->frozen = frozen;
+	if (frozen)
+		nfreeze++;
+	else
+		nthaw++;
+}
+
+static int thaw_all(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < njobs; i++) {
+		if (jobs[i].frozen) {
+			set_frozen(&jobs[i], false, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Copy the table out of the region if it is the generation the strobe
+ * names; else keep the one we have (a late table only delays changes). */
+static void load_table(uint64_t want_gen)
+{
+	size_t rsize = 0;
+	char *region = storm_region_ptr(gnm->ctx, &rsize);
+	const storm_gang_table_t *t;
+	size_t len;
+
+	if (!region || rsize < STORM_GANG_TABLE_OFF + sizeof(*t))
+		return;
+	t = (const void *) (region + STORM_GANG_TABLE_OFF);
+	if (t->magic != STORM_GANG_MAGIC || t->gen != want_gen ||
+	    t->njobs > STORM_GANG_MAX_JOBS)
+		return;
+	len = sizeof(*t) + t->njobs * sizeof(t->jobs[0]);
+	if (STORM_GANG_TABLE_OFF + len > rsize)
+		return;
+	memcpy(table_buf, t, len);
+	table_gen = want_gen;
+	nm_debug("gang: table generation %llu: %u jobs, %u slots",
+		 (unsigned long long) want_gen, t->njobs, t->nslots);
+}
+
+/* Switch to slot: freeze the outgoing jobs first, then thaw the incoming. */
+static uint32_t apply(uint32_t slot, uint64_t epoch)
+{
+	const storm_gang_table_t *t = table_buf;
+	uint32_t bit = slot < 32 ? 1u << slot : 0, nfrozen = 0;
+
+	for (int i = 0; i < njobs; i++)
+		jobs[i].listed = false;
+	if (t->magic == STORM_GANG_MAGIC) {
+		for (uint32_t k = 0; k < t->njobs; k++) {
+			const storm_gang_job_t *e = &t->jobs[k];
+			gjob_t *j = find_job(e->job_id);
+
+			if (!j && !(j = add_job(e->job_id, e->uid)))
+				continue;
+			j->listed = true;
+			j->mask = e->slot_mask;
+			if (j->fd < 0 && epoch >= j->retry_epoch) {
+				int fd = nm_cg_job_open(j->job_id, j->uid);
+
+				if (fd >= 0)
+					j->fd = fd;
+				else
+					j->retry_epoch = epoch + NM_GANG_RETRY_EPOCHS;
+			}
+		}
+	}
+	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
+	for (int i = 0; i < njobs;) {
+		if (!jobs[i].listed) {
+			set_frozen(&jobs[i], false, epoch);
+			drop_job(&jobs[i]);
+			continue;
+		}
+		i++;
+	}
+	for (int i = 0; i < njobs; i++)
+		if (!(jobs[i].mask & bit))
+			set_frozen(&jobs[i], true, epoch);
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].mask & bit)
+			set_frozen(&jobs[i], false, epoch);
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].frozen)
+			nfrozen++;
+	return nfrozen;
+}
+
+static void *gang_thread(void *arg)
+{
+	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
+	uint64_t seen = 0, failsafe_ns;
+	size_t rsize = 0;
+	char *region = storm_region_ptr(gnm->ctx, &rsize);
+
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		nm_info("gang: no SCHED_FIFO for the switching thread (%s); switches will wait for scheduler ticks",
+			strerror(errno));
+	storm_event_test(gnm->ctx, STORM_GANG_EV_STROBE, &seen);
+	pthread_mutex_lock(&glock);
+	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
+	pthread_mutex_unlock(&glock);
+
+	while (!thr_stop) {
+		storm_gang_strobe_t s;
+		uint64_t cnt = 0, recv_ns, now;
+		int rc;
+
+		rc = storm_event_wait(gnm->ctx, STORM_GANG_EV_STROBE, seen + 1,
+				      NM_GANG_WAIT_MS);
+		pthread_mutex_lock(&glock);
+		now = now_ns(CLOCK_MONOTONIC);
+		failsafe_ns = (last.failsafe_us ? last.failsafe_us :
+			       gnm->conf.failsafe_us) * 1000ULL;
+		if (rc) {
+			if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
+				int n = thaw_all();
+
+				failsafe_open = true;
+				nfailsafe++;
+				nm_info("gang: fail-safe: no strobe for %llu ms, thawed %d job(s); they run unswitched until the machine manager is back",
+					(unsigned long long) ((now - last_strobe_ns) / 1000000),
+					n);
+			}
+			pthread_mutex_unlock(&glock);
+			continue;
+		}
+		storm_event_test(gnm->ctx, STORM_GANG_EV_STROBE, &cnt);
+		seen = cnt;
+		recv_ns = now_ns(CLOCK_REALTIME);
+		memcpy(&s, region + STORM_GANG_STROBE_OFF, sizeof(s));
+		if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check) {
+			pthread_mutex_unlock(&glock);
+			continue;	/* overwritten while we copied it */
+		}
+		if (s.mm_id != last.mm_id)
+			nm_info("gang: strobes from machine manager %llu, quantum %llu us",
+				(unsigned long long) s.mm_id,
+				(unsigned long long) s.quantum_us);
+		if (failsafe_open) {
+			nm_info("gang: strobe is back (epoch %llu); switching again",
+				(unsigned long long) s.epoch);
+			failsafe_open = false;
+		}
+		if (s.table_gen != table_gen)
+			load_table(s.table_gen);
+		ring[ring_n % NM_GANG_TRACE] = (trace_t) {
+			.epoch = s.epoch, .sent_ns = s.sent_ns,
+			.recv_ns = recv_ns, .slot = s.slot,
+		};
+		ring[ring_n % NM_GANG_TRACE].nfrozen = apply(s.slot, s.epoch);
+		ring[ring_n % NM_GANG_TRACE].done_ns = now_ns(CLOCK_REALTIME);
+		ring_n++;
+		storm_var_set(gnm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
+		last = s;
+		last_strobe_ns = now;
+		nstrobes++;
+		pthread_mutex_unlock(&glock);
+	}
+	return NULL;
+}
+
+/* "gang": one line of state for stormctl and tests. */
+static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
+		    size_t outlen)
+{
+	int nfrozen = 0, o;
+
+	pthread_mutex_lock(&glock);
+	for (int i = 0; i < njobs; i++)
+		nfrozen += jobs[i].frozen;
+	o = snprintf(out, outlen,
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d strobes=%llu freezes=%llu thaws=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
+		     (unsigned long long) last.epoch, last.slot,
+		     (unsigned long long) table_gen,
+		     (unsigned long long) last.quantum_us, nm_cg_version(),
+		     njobs, nfrozen, (unsigned long long) nstrobes,
+		     (unsigned long long) nfreeze, (unsigned long long) nthaw,
+		     failsafe_open ? "open" : "no",
+		     (unsigned long long) nfailsafe,
+		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
+					    last_strobe_ns) / 1000000));
+	for (int i = 0; i < njobs && o > 0 && (size_t) o < outlen; i++)
+		o += snprintf(out + o, outlen - o, " job%u=%s%s", jobs[i].job_id,
+			      jobs[i].fd < 0 ? "absent" :
+			      jobs[i].frozen ? "frozen" : "running",
+			      jobs[i].mask == STORM_GANG_ALL_SLOTS ? "(alone)" : "");
+	pthread_mutex_unlock(&glock);
+	return 0;
+}
+
+/* "gang-trace [SINCE]": epoch:slot:sent:recv:done (ns, CLOCK_REALTIME)
+ * of the strobes applied after epoch SINCE, oldest first, as many as fit. */
+static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
+		     size_t outlen)
+{
+	unsigned long long since = args && *args ? strtoull(args, NULL, 10) : 0;
+	size_t o = 0;
+	uint64_t first;
+
+	pthread_mutex_lock(&glock);
+	first = ring_n > NM_GANG_TRACE ? ring_n - NM_GANG_TRACE : 0;
+	out[0] = '\0';
+	for (uint64_t i = first; i < ring_n; i++) {
+		const trace_t *t = &ring[i % NM_GANG_TRACE];
+		int n;
+
+		if (t->epoch <= since)
+			continue;
+		n = snprintf(out + o, outlen - o, "%s%llu:%u:%llu:%llu:%llu",
+			     o ? " " : "", (unsigned long long) t->epoch,
+			     t->slot, (unsigned long long) t->sent_ns,
+			     (unsigned long long) t->recv_ns,
+			     (unsigned long long) t->done_ns);
+		if (n < 0 || (size_t) n >= outlen - o) {
+			out[o] = '\0';
+			break;
+		}
+		o += n;
+	}
+	pthread_mutex_unlock(&glock);
+	return 0;
+}
+
+/* The Machine Manager is rank nnodes at the controller's address. */
+static int set_mm_peer(nm_t *nm)
+{
+	slurm_conf_t *cf = NULL;
+	char hp[300];
+	int rc;
+
+	if (slurm_load_ctl_conf((time_t) 0, &cf) != SLURM_SUCCESS || !cf ||
+	    !cf->control_cnt || !cf->control_addr || !cf->control_addr[0]) {
+		nm_error("gang: cannot learn the controller address: %s",
+			 slurm_strerror(slurm_get_errno()));
+		if (cf)
+			slurm_free_ctl_conf(cf);
+		return -EHOSTUNREACH;
+	}
+	snprintf(hp, sizeof(hp), "%s:%u", cf->control_addr[0],
+		 nm->conf.ctl_port);
+	slurm_free_ctl_conf(cf);
+	rc = storm_ctx_set_peer(nm->ctx, nm->nnodes, hp);
+	if (rc) {
+		nm_error("gang: cannot add the machine manager %s as rank %d: %s",
+			 hp, nm->nnodes, storm_strerror(rc));
+		return rc;
+	}
+	nm_info("gang: machine manager is rank %d at %s", nm->nnodes, hp);
+	return 0;
+}
+
+static int gang_init(nm_t *nm)
+{
+	size_t rsize = 0;
+	int rc, n;
+
+	gnm = nm;
+	if ((rc = nm_cg_init(nm)))
+		return rc;
+	if ((n = nm_cg_thaw_orphans()))
+		nm_info("gang: thawed %d job(s) an earlier node manager left frozen", n);
+	if (!storm_region_ptr(nm->ctx, &rsize) ||
+	    rsize < STORM_GANG_TABLE_OFF + sizeof(storm_gang_table_t) +
+		    STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t)) {
+		nm_error("gang: fabric region of %zu bytes is too small for the job table",
+			 rsize);
+		return -ENOSPC;
+	}
+	table_buf = calloc(1, sizeof(storm_gang_table_t) +
+			      STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t));
+	if (!table_buf)
+		return -ENOMEM;
+	if ((rc = set_mm_peer(nm)))
+		goto fail;
+	nm_ctl_register("gang", ctl_gang);
+	nm_ctl_register("gang-trace", ctl_trace);
+	thr_stop = 0;
+	if ((rc = -pthread_create(&thr, NULL, gang_thread, NULL)))
+		goto fail;
+	thr_started = true;
+	return 0;
+fail:
+	free(table_buf);
+	table_buf = NULL;
+	return rc;
+}
+
+static void gang_fini(nm_t *nm)
+{
+	int n;
+
+	if (thr_started) {
+		thr_stop = 1;
+		pthread_join(thr, NULL);
+		thr_started = false;
+	}
+	pthread_mutex_lock(&glock);
+	n = thaw_all();
+	while (njobs)
+		drop_job(&jobs[0]);
+	pthread_mutex_unlock(&glock);
+	if (n)
+		nm_info("gang: thawed %d job(s) on exit", n);
+	free(jobs);
+	jobs = NULL;
+	capjobs = 0;
+	free(table_buf);
+	table_buf = NULL;
+}
+
+const nm_module_t nm_gang_module = {
+	.name = "gang",
+	.init = gang_init,
+	.fini = gang_fini,
+};

@@ -1,0 +1,27 @@
+/*
+ * nm_gang.h - the node manager's gang-scheduling module (nm_gang.c) and
+ * its cgroup switch (nm_cgroup.c).
+ */
+#ifndef STORM_NM_GANG_H
+#define STORM_NM_GANG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nm.h"
+
+extern const nm_module_t nm_gang_module;
+
+/* ---- nm_cgroup.c ---- */
+/* Pick cgroup v1 or v2 as Slurm does; 0 or -errno. */
+extern int nm_cg_init(nm_t *nm);
+extern int nm_cg_version(void);
+/* Open the job-level freeze control of a job on this node: fd or -errno
+ * (-ENOENT: the job has no cgroup here). */
+extern int nm_cg_job_open(uint32_t job_id, uint32_t uid);
+/* Freeze or thaw through an fd from nm_cg_job_open: 0 or -errno. */
+extern int nm_cg_write(int fd, bool frozen);
+/* Thaw job cgroups a previous NM left frozen; returns how many. */
+extern int nm_cg_thaw_orphans(void);
+
+#endif /* STORM_NM_GANG_H */

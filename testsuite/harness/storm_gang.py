@@ -1,0 +1,202 @@
+"""Helpers for gang-scheduling tests, benchmarks and the demo.
+
+Everything here observes a live storm_cluster.Cluster from the outside:
+task CPU time from /proc/<pid>/schedstat (nanoseconds, not the 10 ms
+ticks of /proc/<pid>/stat), node-manager state from its control socket,
+the Machine Manager's status file, and job task pids from the job's
+freezer cgroup (proctrack/cgroup puts every task there).
+"""
+
+import os
+import socket
+import time
+
+SPIN = "while :; do :; done"
+
+
+def nm_request(cluster, node, req, timeout=5):
+    path = os.path.join(cluster.node_local(node), "storm", ".nm-%s.sock" % node)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.send(req.encode())
+        return s.recv(65536).decode()
+    finally:
+        s.close()
+
+
+def nm_gang(cluster, node):
+    """The NM's `gang` reply as a dict (job<N>=state entries included)."""
+    reply = nm_request(cluster, node, "gang")
+    if not reply.startswith("ok "):
+        raise RuntimeError("NM of %s: %s" % (node, reply))
+    return dict(w.split("=", 1) for w in reply[3:].split())
+
+
+def nm_trace(cluster, node, since=0):
+    """[(epoch, slot, sent_ns, recv_ns, done_ns)] applied after `since`."""
+    reply = nm_request(cluster, node, "gang-trace %d" % since)
+    out = []
+    for w in reply[3:].split():
+        e, s, a, b, c = w.split(":")
+        out.append((int(e), int(s), int(a), int(b), int(c)))
+    return out
+
+
+def wait_gang_ready(cluster, timeout=90):
+    """Wait until every node manager answers and has applied strobes."""
+    def ready():
+        for n in cluster.node_names():
+            try:
+                if int(nm_gang(cluster, n)["strobes"]) < 1:
+                    return False
+            except (OSError, RuntimeError, KeyError, ValueError):
+                return False
+        return True
+    wait_for(ready, timeout, "every node manager receiving strobes")
+
+
+def mm_status(cluster):
+    """The Machine Manager's status file: (header dict, nodes, jobs)."""
+    hdr, nodes, jobs = {}, {}, {}
+    try:
+        text = open(cluster.path("state", "storm-mm.status")).read()
+    except OSError:
+        return hdr, nodes, jobs
+    for line in text.splitlines():
+        w = line.split()
+        if not w:
+            continue
+        if w[0] == "node":
+            nodes[w[2]] = dict(x.split("=", 1) for x in w[3:])
+        elif w[0] == "job":
+            jobs[int(w[1])] = dict(x.split("=", 1) for x in w[2:])
+        elif "=" in line:
+            k, _, v = line.partition("=")
+            hdr[k] = v
+    return hdr, nodes, jobs
+
+
+def wait_for(pred, timeout, what, period=0.1):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(period)
+    raise AssertionError("timed out after %d s waiting for %s (last: %r)" % (
+        timeout, what, last))
+
+
+def submit_spinner(cluster, nodes, name="spin", cpus=None, extra=()):
+    """A batch job with one CPU-bound task per node on exactly `nodes`."""
+    cpus = cpus or cluster.cpus
+    return cluster.sbatch("-N", str(len(nodes)), "-w", ",".join(nodes),
+                          "--ntasks-per-node=1", "-c", str(cpus), "-J", name,
+                          "-o", "/dev/null", *extra, "--wrap",
+                          "srun sh -c '%s'" % SPIN)
+
+
+def job_step_pids(cluster, jobid, node, step="0", uid=0):
+    d = os.path.join(cluster.cgroup_root("freezer"), "slurm_%s" % node,
+                     "uid_%d" % uid, "job_%d" % jobid, "step_%s" % step)
+    try:
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def job_freezer_state(cluster, jobid, node, uid=0):
+    """freezer.state of a job's cgroup on a node (host path), or None."""
+    try:
+        with open(os.path.join(cluster.cgroup_root("freezer"), "slurm_%s" % node,
+                               "uid_%d" % uid, "job_%d" % jobid,
+                               "freezer.state")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def spinner_pids(cluster, jobid, nodes, timeout=60):
+    """{node: pid} of the spinning task of a job on each node."""
+    def find():
+        out = {}
+        for n in nodes:
+            pids = job_step_pids(cluster, jobid, n)
+            # the task is the shell that spins (slurmstepd is not in step_0)
+            for p in pids:
+                try:
+                    if open("/proc/%d/comm" % p).read().strip() == "sh":
+                        out[n] = p
+                except OSError:
+                    pass
+        return out if len(out) == len(nodes) else None
+    return wait_for(find, timeout, "job %d's tasks on %s" % (jobid, nodes))
+
+
+def cpu_ns(pid):
+    try:
+        with open("/proc/%d/schedstat" % pid) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def realtime(prio=20):
+    """Run the caller SCHED_FIFO (below the NMs' threads), so that sampling
+    is not starved by the busy tasks it watches; returns a restore func."""
+    try:
+        old = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+    except (OSError, AttributeError):
+        return lambda: None
+    return lambda: os.sched_setscheduler(0, old[0], old[1])
+
+
+def sample(pids, duration, period=0.002):
+    """Sample CPU time of pids = {key: pid} for `duration` seconds.
+
+    Returns [(t, {key: cpu_ns})]; runs SCHED_FIFO while sampling."""
+    restore = realtime()
+    out = []
+    try:
+        end = time.monotonic() + duration
+        while True:
+            t = time.monotonic()
+            out.append((t, {k: cpu_ns(p) for k, p in pids.items()}))
+            if t >= end:
+                break
+            time.sleep(period)
+    finally:
+        restore()
+    return out
+
+
+def analyse_pair(samples, a, b, busy_frac=0.05):
+    """For two tasks on one node: how long both ran at once.
+
+    An interval counts as "both" when each task got more than busy_frac of
+    it.  Returns dict(total_s, both_s, both_frac, a_ns, b_ns,
+    longest_both_s)."""
+    total = both = longest = run = 0.0
+    a_ns = b_ns = 0
+    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
+        if None in (v0[a], v0[b], v1[a], v1[b]):
+            continue
+        dt = t1 - t0
+        da, db = v1[a] - v0[a], v1[b] - v0[b]
+        a_ns += da
+        b_ns += db
+        total += dt
+        if da > busy_frac * dt * 1e9 and db > busy_frac * dt * 1e9:
+            both += dt
+            run += dt
+            longest = max(longest, run)
+        else:
+            run = 0.0
+    return dict(total_s=total, both_s=both,
+                both_frac=both / total if total else 0.0,
+                a_ns=a_ns, b_ns=b_ns, longest_both_s=longest)

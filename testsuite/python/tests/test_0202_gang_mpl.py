@@ -1,0 +1,104 @@
+"""Gang scheduling: three jobs in three slots (MPL 3), and a job that ends
+mid-quantum frees its slot for the others."""
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
+import storm_gang as g  # noqa: E402
+from storm_cluster import Cluster  # noqa: E402
+
+LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
+                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+Q_MS = 30
+NODES = ["node1", "node2"]
+
+
+@pytest.fixture(scope="module")
+def gang2():
+    c = Cluster(os.path.join(LOGROOT, "gangmpl"), nodes=2,
+                partition_opts="OverSubscribe=FORCE:3",
+                storm_conf="Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n" % Q_MS)
+    try:
+        c.start()
+        g.wait_gang_ready(c)
+        yield c
+    finally:
+        c.stop()
+
+
+def _cleanup(c, jobs):
+    c.run(["scancel"] + [str(j) for j in jobs], check=False)
+    for j in jobs:
+        c.wait_job(j, timeout=60)
+    c.wait_idle()
+
+
+def test_mpl3_three_slots_take_turns(gang2):
+    c = gang2
+    jobs = [g.submit_spinner(c, NODES, name="mpl%d" % i) for i in range(3)]
+    try:
+        pids = {j: g.spinner_pids(c, j, NODES) for j in jobs}
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "3", 30, "3 slots")
+        _, _, mj = g.mm_status(c)
+        assert sorted(mj[j]["slot"] for j in jobs) == ["0", "1", "2"]
+        keyed = {(n, j): pids[j][n] for j in jobs for n in NODES}
+        samples = g.sample(keyed, duration=90 * Q_MS / 1000.0)
+        for n in NODES:
+            got = {}
+            for j in jobs:
+                got[j] = samples[-1][1][(n, j)] - samples[0][1][(n, j)]
+            total = sum(got.values())
+            for j in jobs:
+                # each of the three gets roughly a third, never starves
+                assert got[j] > 0.2 * total, (n, got)
+            for x in range(3):
+                for y in range(x + 1, 3):
+                    sub = [(t, {"a": v[(n, jobs[x])], "b": v[(n, jobs[y])]})
+                           for t, v in samples]
+                    r = g.analyse_pair(sub, "a", "b")
+                    assert r["both_frac"] < 0.15, (n, jobs[x], jobs[y], r)
+        # a fourth job exceeds MaxMPL=3 / FORCE:3: it pends, the rest go on
+        d = g.submit_spinner(c, NODES, name="mpl4")
+        time.sleep(3)
+        info = c.job_info(d)
+        assert info["JobState"] == "PENDING", info
+        jobs.append(d)
+    finally:
+        _cleanup(c, jobs)
+
+
+def test_job_ending_frees_its_slot(gang2):
+    c = gang2
+    a = g.submit_spinner(c, NODES, name="stays")
+    # ends by itself after ~1.5 s of wall time, in the middle of a quantum
+    b = c.sbatch("-N2", "-w", ",".join(NODES), "--ntasks-per-node=1",
+                 "-c", str(c.cpus), "-o", "/dev/null", "--wrap",
+                 "srun timeout 1.517 sh -c '%s'; exit 0" % g.SPIN)
+    try:
+        pa = g.spinner_pids(c, a, NODES)
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "2 slots")
+        c.wait_job(b, timeout=60)
+        # the slot goes away and the remaining job runs all the time
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "1", 10, "1 slot")
+        g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % a) == "running(alone)"
+                               for n in NODES), 10, "job unfrozen everywhere")
+        before = {n: g.nm_gang(c, n)["freezes"] for n in NODES}
+        # for a second of strobes its job cgroup stays thawed and it runs
+        states = set()
+        samples = []
+        end = time.time() + 1.0
+        while time.time() < end:
+            for n in NODES:
+                states.add(g.job_freezer_state(c, a, n))
+            samples.append({n: g.cpu_ns(pa[n]) for n in NODES})
+            time.sleep(0.005)
+        assert states == {"THAWED"}, states
+        for n in NODES:
+            assert samples[-1][n] > samples[0][n], n
+            assert g.nm_gang(c, n)["freezes"] == before[n]
+        assert c.job_info(a)["JobState"] == "RUNNING"
+    finally:
+        _cleanup(c, [a, b])

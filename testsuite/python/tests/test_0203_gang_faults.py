@@ -1,0 +1,134 @@
+"""Gang scheduling under faults: slurmctld (and with it the Machine
+Manager) killed and restarted mid-run, and one node manager killed."""
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
+import storm_gang as g  # noqa: E402
+from storm_cluster import Cluster  # noqa: E402
+
+LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
+                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+Q_MS = 30
+FAILSAFE_MS = 500
+NODES = ["node1", "node2", "node3"]
+
+
+@pytest.fixture(scope="module")
+def gang3():
+    c = Cluster(os.path.join(LOGROOT, "gangfault"), nodes=3,
+                partition_opts="OverSubscribe=FORCE:2",
+                storm_conf="Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=5\n" % (
+                    Q_MS, FAILSAFE_MS))
+    try:
+        c.start()
+        g.wait_gang_ready(c)
+        yield c
+    finally:
+        c.stop()
+
+
+def _pair(c):
+    a = g.submit_spinner(c, NODES, name="fa")
+    b = g.submit_spinner(c, NODES, name="fb")
+    pa = g.spinner_pids(c, a, NODES)
+    pb = g.spinner_pids(c, b, NODES)
+    g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "2 slots")
+    return a, b, pa, pb
+
+
+def _alternating(c, node, pa, pb, quanta=40):
+    s = g.sample({"a": pa[node], "b": pb[node]}, duration=quanta * Q_MS / 1000.0)
+    r = g.analyse_pair(s, "a", "b")
+    return r["a_ns"] > 0 and r["b_ns"] > 0 and r["both_frac"] < 0.15, r
+
+
+def _both_thawed_and_running(c, a, b, pa, pb, nodes):
+    for n in nodes:
+        for j in (a, b):
+            if g.job_freezer_state(c, j, n) != "THAWED":
+                return False
+    s = g.sample({(n, k): p[n] for n in nodes for k, p in (("a", pa), ("b", pb))},
+                 duration=0.3)
+    return all(s[-1][1][k] > s[0][1][k] for k in s[0][1])
+
+
+def _cleanup(c, jobs):
+    c.run(["scancel"] + [str(j) for j in jobs], check=False)
+    for j in jobs:
+        c.wait_job(j, timeout=90)
+
+
+def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
+    c = gang3
+    a, b, pa, pb = _pair(c)
+    try:
+        ok, r = _alternating(c, "node1", pa, pb)
+        assert ok, r
+        # both jobs are RUNNING in the state slurmctld will recover from
+        c.save_job_state(b)
+        # kill slurmctld outright: no goodbye from the MM
+        p = c.procs["slurmctld"]
+        p.kill()
+        p.wait()
+        killed = time.time()
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "open" for n in NODES),
+                   10, "fail-safe on every node")
+        opened = time.time() - killed
+        assert opened >= FAILSAFE_MS / 1000.0 * 0.8, opened
+        # fail open: every job runs, on every node
+        g.wait_for(lambda: _both_thawed_and_running(c, a, b, pa, pb, NODES), 10,
+                   "both jobs thawed and running everywhere")
+
+        c.restart_ctld()
+        # the new MM rebuilds the matrix from Slurm's job state
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2" and
+                   set(g.mm_status(c)[2]) >= {a, b}, 60, "matrix rebuilt")
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
+                   30, "strobes back on every node")
+        for n in NODES:
+            ok, r = _alternating(c, n, pa, pb)
+            assert ok, (n, r)
+        for j in (a, b):
+            assert c.job_info(j)["JobState"] == "RUNNING"
+    finally:
+        _cleanup(c, [a, b])
+        c.wait_idle(timeout=120)
+
+
+def test_dead_node_manager_thawed_drained_others_switch(gang3):
+    c = gang3
+    a, b, pa, pb = _pair(c)
+    victim = "node2"
+    try:
+        nm_pid = int(dict(w.split("=", 1) for w in
+                          g.nm_request(c, victim, "ping")[3:].split())["pid"])
+        before = {n: int(g.nm_gang(c, n)["freezes"]) for n in NODES}
+        os.kill(nm_pid, signal.SIGKILL)
+        killed = time.time()
+
+        def drained():
+            info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
+            return "DRAIN" in info and "STORM" in info and info
+        info = g.wait_for(drained, 30, "%s drained" % victim)
+        detect = time.time() - killed
+        assert "missed" in info and "strobe" in info, info
+        # its jobs were thawed (slurmd restarts the NM, which thaws what its
+        # predecessor left frozen) and run
+        g.wait_for(lambda: all(g.job_freezer_state(c, j, victim) == "THAWED"
+                               for j in (a, b)), 30, "jobs on %s thawed" % victim)
+        # the other nodes kept switching all along
+        for n in ("node1", "node3"):
+            assert int(g.nm_gang(c, n)["freezes"]) > before[n]
+            ok, r = _alternating(c, n, pa, pb)
+            assert ok, (n, r)
+        print("dead NM drained after %.2f s" % detect)
+    finally:
+        _cleanup(c, [a, b])
+        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"],
+              check=False)
+        c.wait_idle(timeout=120)

@@ -1,0 +1,83 @@
+"""storm.conf gang keys: invalid values are refused with the key named,
+slurmctld keeps switching on the last good configuration, and a good
+change of Timeslice is applied without a restart."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
+import storm_gang as g  # noqa: E402
+from storm_cluster import Cluster  # noqa: E402
+
+LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
+                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+
+BAD = [
+    ("Timeslice=50us\n", "Timeslice=50us is out of range"),
+    ("Timeslice=fast\n", "bad value 'fast' for key 'Timeslice'"),
+    ("MaxMPL=0\n", "MaxMPL=0 is out of range"),
+    ("MaxMPL=17\n", "MaxMPL=17 is out of range"),
+    ("Policy=fifo\n", "bad value 'fifo' for key 'Policy'"),
+    ("FailSafe=100us\n", "FailSafe=100us is out of range"),
+    ("Timeslice=1s\nFailSafe=1s\n", "FailSafe (1000000 us) must be at least twice Timeslice"),
+    ("SuspectQuanta=0\n", "SuspectQuanta=0 is out of range"),
+    ("ControllerPort=99\n", "ControllerPort=99 is out of range"),
+    ("PartitionName=debug MaxMPL=99\n", "bad value '99' for key 'MaxMPL'"),
+]
+
+
+@pytest.fixture(scope="module")
+def gconf():
+    c = Cluster(os.path.join(LOGROOT, "gangconf"), nodes=2,
+                storm_conf="Timeslice=20ms\n")
+    try:
+        c.start()
+        g.wait_gang_ready(c)
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.mark.parametrize("text,what", BAD)
+def test_check_config_names_the_key(gconf, tmp_path, text, what):
+    f = tmp_path / "storm.conf"
+    f.write_text(text)
+    r = subprocess.run([gconf.builddir + "/src/stormctl/stormctl", "check-config",
+                        str(f)], capture_output=True, text=True, env=gconf.env)
+    assert r.returncode == 1
+    assert str(f) in r.stderr and what in r.stderr, r.stderr
+
+
+def test_reconfigure_keeps_switching_on_last_good(gconf):
+    c = gconf
+    path = c.path("etc", "storm.conf")
+    good = open(path).read()
+    g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "20000", 30,
+               "MM at 20 ms")
+    try:
+        start = os.path.getsize(c.log())
+        c.write_storm_conf(good + "Timeslice=5us\n")
+        c.run(["scontrol", "reconfigure"])
+        g.wait_for(lambda: "keeping the previous configuration" in
+                   open(c.log()).read()[start:], 30, "reconfigure refused")
+        assert "Timeslice" in open(c.log()).read()[start:]
+        # the MM goes on at the old quantum, the NMs keep getting strobes
+        e1 = int(g.nm_gang(c, "node1")["epoch"])
+        time.sleep(1)
+        st = g.nm_gang(c, "node1")
+        assert int(st["epoch"]) > e1 and st["quantum_us"] == "20000", st
+        assert c.pid("slurmctld")
+
+        # a good change is applied live
+        c.write_storm_conf(good.replace("Timeslice=20ms", "Timeslice=35ms"))
+        c.run(["scontrol", "reconfigure"])
+        g.wait_for(lambda: g.nm_gang(c, "node1")["quantum_us"] == "35000", 30,
+                   "NMs see the new quantum")
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "35000", 30,
+                   "status shows the new quantum")
+    finally:
+        c.write_storm_conf(good)
+        c.run(["scontrol", "reconfigure"], check=False)
