@@ -166,6 +166,7 @@ static int open_fabric(struct storm_ctx *ctx)
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG,
 				  .wait_obj = FI_WAIT_FD, .size = 1024 };
 	ctx->cq_fd = -1;
+	ctx->kick_fd = -1;
 	rc = -FI_ENOSYS;
 	if (!ctx->addr_str && !getenv("STORM_NO_WAIT_FD"))
 		rc = fi_cq_open(ctx->domain, &cqa, &ctx->cq, NULL);

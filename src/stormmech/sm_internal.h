@@ -151,6 +151,7 @@ struct sm_tx {
 	const void *payload;
 	size_t plen;
 	struct sm_tx *next;     /* in ctx->pend */
+	bool posted;            /* handed to the provider: counted in tx_posted */
 	uint64_t queued_ns;
 	struct sm_hdr hdr;
 };
@@ -209,6 +210,7 @@ struct storm_ctx {
 	struct storm_op *caw_cur;   /* running compare or write */
 
 	struct sm_tx *pend, *pend_tail;  /* sends waiting for EAGAIN */
+	int tx_posted;                   /* sends the provider has not completed */
 
 	storm_caps_t caps;
 	const struct sm_path_ops *path;
@@ -231,6 +233,12 @@ struct storm_ctx {
 	 * (a real-time waiter polling a CQ that only the lower-priority
 	 * progress thread drains would spin forever). */
 	pthread_cond_t progressed;
+	/* The progress thread sleeps long on the CQ fd only when nothing is
+	 * in flight (sm_quiet); an operation started by another thread then
+	 * wakes it through kick_fd (an eventfd), so its sends and timers are
+	 * progressed at once.  Both -1 without a progress thread. */
+	int kick_fd;
+	atomic_bool deep_sleep;
 	pthread_t pthr;
 	atomic_bool pthr_run;
 	bool pthr_started;

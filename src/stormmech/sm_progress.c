@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "sm_internal.h"
 
@@ -257,22 +259,72 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
 	}
 }
 
+/* How long a progress thread with nothing to send sleeps on the CQ fd at
+ * most.  With operations open only their timers (ms deadlines) need a
+ * look; with none, the cap is a safety net: the CQ fd and kick_fd end the
+ * sleep. */
+#define SM_WAIT_OPS_SLEEP_US 1000
+#define SM_QUIET_SLEEP_US 20000
+
+/* 0 while this side has sends in flight (the provider may need progress
+ * calls that raise no fd event, as rxm's rendezvous does): then the
+ * bounded backoff applies.  Otherwise what can happen next is a message
+ * (the CQ fd fires), a timer, or a local call (sm_op_new kicks). */
+static int sm_quiet_us(const struct storm_ctx *ctx)
+{
+	if (ctx->tx_posted || ctx->pend)
+		return 0;
+	if (ctx->caw_cur || ctx->caw_len)
+		return SM_WAIT_OPS_SLEEP_US;
+	for (const struct storm_op *op = ctx->ops; op; op = op->next)
+		if (op->phase != SM_P_DONE)
+			return SM_WAIT_OPS_SLEEP_US;
+	return SM_QUIET_SLEEP_US;
+}
+
+/* Sleep on the CQ fd and kick_fd until either fires or us pass; with the
+ * lock held on entry (fi_trywait needs it), released on return. */
+static void deep_sleep(struct storm_ctx *ctx, int us)
+{
+	struct fid *f = &ctx->cq->fid;
+	struct pollfd p[2] = {
+		{ .fd = ctx->cq_fd, .events = POLLIN },
+		{ .fd = ctx->kick_fd, .events = POLLIN },
+	};
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
+	eventfd_t v;
+
+	atomic_store(&ctx->deep_sleep, true);
+	int rc = fi_trywait(ctx->fabric, &f, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc == FI_SUCCESS)
+		ppoll(p, 2, &ts, NULL);
+	atomic_store(&ctx->deep_sleep, false);
+	if (p[1].revents & POLLIN)
+		(void)eventfd_read(ctx->kick_fd, &v);
+}
+
 static void *progress_main(void *arg)
 {
 	struct storm_ctx *ctx = arg;
 	uint64_t idle = sm_now_ns();
-	int spins = 0;
+	int spins = 0, quiet_us;
 
 	while (atomic_load(&ctx->pthr_run)) {
 		pthread_mutex_lock(&ctx->lock);
 		int n = sm_progress_once(ctx);
 		if (n > 0)
 			pthread_cond_broadcast(&ctx->progressed);
-		pthread_mutex_unlock(&ctx->lock);
 		if (n > 0) {
+			pthread_mutex_unlock(&ctx->lock);
 			idle = sm_now_ns();
 			spins = 0;
+		} else if (ctx->kick_fd >= 0 && ctx->cq_fd >= 0 &&
+			   (quiet_us = sm_quiet_us(ctx)) > 0 &&
+			   sm_now_ns() - idle >= (uint64_t)ctx->cfg.busy_poll_us * 1000) {
+			deep_sleep(ctx, quiet_us);
 		} else {
+			pthread_mutex_unlock(&ctx->lock);
 			sm_backoff(ctx, &spins, idle, 1000);
 		}
 	}
@@ -285,10 +337,15 @@ int storm_ctx_start_progress(storm_ctx_t *ctx, int rt_priority)
 
 	if (ctx->pthr_started)
 		return -EBUSY;
+	/* without an eventfd the thread keeps the bounded backoff sleeps */
+	ctx->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	atomic_store(&ctx->pthr_run, true);
 	rc = pthread_create(&ctx->pthr, NULL, progress_main, ctx);
 	if (rc) {
 		atomic_store(&ctx->pthr_run, false);
+		if (ctx->kick_fd >= 0)
+			close(ctx->kick_fd);
+		ctx->kick_fd = -1;
 		return -rc;
 	}
 	ctx->pthr_started = true;
@@ -323,6 +380,11 @@ void storm_ctx_stop_progress(storm_ctx_t *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	pthread_cond_broadcast(&ctx->progressed);
 	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->kick_fd >= 0)
+		(void)eventfd_write(ctx->kick_fd, 1);
 	pthread_join(ctx->pthr, NULL);
 	ctx->pthr_started = false;
+	if (ctx->kick_fd >= 0)
+		close(ctx->kick_fd);
+	ctx->kick_fd = -1;
 }

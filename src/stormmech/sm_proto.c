@@ -95,7 +95,13 @@ static int post_tx(struct storm_ctx *ctx, struct sm_tx *tx)
 		.addr = ctx->peer[tx->dest],
 		.context = &tx->fctx,
 	};
-	return (int)fi_sendmsg(ctx->ep, &msg, FI_COMPLETION);
+	int rc = (int)fi_sendmsg(ctx->ep, &msg, FI_COMPLETION);
+
+	if (!rc) {
+		tx->posted = true;
+		ctx->tx_posted++;
+	}
+	return rc;
 }
 
 static void tx_failed(struct storm_ctx *ctx, struct sm_tx *tx, int rc)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/eventfd.h>
 #include "sm_internal.h"
 
 /* ------------------------------------------------------------ ops */
@@ -21,6 +22,8 @@ struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind)
 	op->local_ev = op->remote_ev = STORM_NO_EVENT;
 	op->next = ctx->ops;
 	ctx->ops = op;
+	if (atomic_load(&ctx->deep_sleep))
+		(void)eventfd_write(ctx->kick_fd, 1);
 	return op;
 }
 
@@ -500,6 +503,8 @@ void sm_xfer_tx_done(struct storm_ctx *ctx, struct sm_tx *tx, int err)
 {
 	struct storm_op *op = tx->op;
 
+	if (tx->posted)
+		ctx->tx_posted--;
 	if (op) {
 		op->refs--;
 		if (tx->child >= 0 && tx->child < op->tree.nchild) {

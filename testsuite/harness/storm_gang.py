@@ -156,6 +156,23 @@ def realtime(prio=20):
     return lambda: os.sched_setscheduler(0, old[0], old[1])
 
 
+def cpu_rate(pids, window):
+    """CPU seconds per wall second of pids ({key: pid}) summed, over window.
+
+    The gang benchmark's and the demo's measure of a CPU-bound job's
+    progress; returns (rate, wall seconds)."""
+    restore = realtime()
+    try:
+        t0 = time.monotonic()
+        v0 = {k: cpu_ns(p) or 0 for k, p in pids.items()}
+        time.sleep(window)
+        v1 = {k: cpu_ns(p) or 0 for k, p in pids.items()}
+        wall = time.monotonic() - t0
+    finally:
+        restore()
+    return sum(v1[k] - v0[k] for k in pids) / 1e9 / wall, wall
+
+
 def sample(pids, duration, period=0.002):
     """Sample CPU time of pids = {key: pid} for `duration` seconds.
 

@@ -229,6 +229,7 @@ static int open_fabric(void)
 	cfg.region_size = 64 * 1024;	/* the MM only sends */
 	cfg.arity = (int) gconf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms();
+	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */
 	rc = storm_ctx_open(&cfg, &ctx);
 	if (rc) {
 		ctx = NULL;
