@@ -124,7 +124,9 @@ def test_srun_bcast_option_taken_over_and_opt_out(cluster):
     for n in cluster.node_names()[:2]:
         os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
     dest = cluster.path("local", "dest", "prog.sh")
-    r = cluster.run(["srun", "-N2", "--bcast=" + dest, script])
+    # on the nodes that have the destination directory
+    on = "-w" + ",".join(cluster.node_names()[:2])
+    r = cluster.run(["srun", "-N2", on, "--bcast=" + dest, script])
     rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
     assert {x[1] for x in rows} == {digest} and {x[2] for x in rows} == {dest}
     for n in cluster.node_names()[:2]:
@@ -132,7 +134,7 @@ def test_srun_bcast_option_taken_over_and_opt_out(cluster):
             assert hashlib.sha256(f.read()).hexdigest() == digest
         os.unlink(os.path.join(cluster.node_local(n), "dest", "prog.sh"))
     # SLURM_STORM_BCAST=no: stock srun --bcast (Slurm's own file name)
-    r = cluster.run(["srun", "-N2", "-v", "--bcast=" + dest, script],
+    r = cluster.run(["srun", "-N2", on, "-v", "--bcast=" + dest, script],
                     env=env(cluster, SLURM_STORM_BCAST="no"))
     rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
     assert {x[1] for x in rows} == {digest} and {x[2] for x in rows} == {dest}
