@@ -7,6 +7,7 @@ the Machine Manager's status file, and job task pids from the job's
 freezer cgroup (proctrack/cgroup puts every task there).
 """
 
+import contextlib
 import os
 import socket
 import time
@@ -42,6 +43,33 @@ def nm_trace(cluster, node, since=0):
         e, s, a, b, c = w.split(":")
         out.append((int(e), int(s), int(a), int(b), int(c)))
     return out
+
+
+@contextlib.contextmanager
+def gang_cluster(workdir, nodes, storm_conf, partition_opts="OverSubscribe=FORCE:2"):
+    """A started cluster whose node managers receive strobes; stopped on exit."""
+    from storm_cluster import Cluster
+    c = Cluster(workdir, nodes=nodes, partition_opts=partition_opts,
+                storm_conf=storm_conf)
+    try:
+        c.start()
+        wait_gang_ready(c)
+        yield c
+    finally:
+        c.stop()
+
+
+def submit_pair(cluster, nodes, names=("A", "B")):
+    """Two spinner jobs on exactly `nodes`, once the Machine Manager has them
+    in two slots of its matrix: (a, b, pids of a, pids of b)."""
+    a = submit_spinner(cluster, nodes, name=names[0])
+    b = submit_spinner(cluster, nodes, name=names[1])
+    pa = spinner_pids(cluster, a, nodes)
+    pb = spinner_pids(cluster, b, nodes)
+    wait_for(lambda: set(mm_status(cluster)[2]) >= {a, b} and
+             mm_status(cluster)[0].get("nslots") == "2", 30,
+             "both jobs in two slots of the MM's matrix")
+    return a, b, pa, pb
 
 
 def wait_gang_ready(cluster, timeout=90):

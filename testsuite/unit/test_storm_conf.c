@@ -26,7 +26,7 @@ START_TEST(defaults_when_empty)
 	ck_assert_int_eq(parse("# nothing\n\n"), 0);
 	storm_conf_defaults(&d);
 	ck_assert_mem_eq(&conf, &d, sizeof(d));
-	ck_assert_uint_eq(conf.timeslice_us, 2000);
+	ck_assert_uint_eq(conf.timeslice_us, 20000);
 	ck_assert_str_eq(conf.provider, "tcp;ofi_rxm");
 }
 END_TEST

@@ -16,7 +16,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
 import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
                          os.path.join(os.path.dirname(__file__), "..", "logs"))
@@ -26,27 +25,15 @@ NODES = ["node1", "node2", "node3", "node4"]
 
 @pytest.fixture(scope="module")
 def gang4():
-    c = Cluster(os.path.join(LOGROOT, "gang4"), nodes=4,
-                partition_opts="OverSubscribe=FORCE:3",
-                storm_conf="Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
-                           "SuspectQuanta=10\n" % Q_MS)
-    try:
-        c.start()
-        g.wait_gang_ready(c)
+    with g.gang_cluster(os.path.join(LOGROOT, "gang4"), 4,
+                        "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
+                        "SuspectQuanta=10\n" % Q_MS,
+                        "OverSubscribe=FORCE:3") as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _pair(cluster):
-    a = g.submit_spinner(cluster, NODES, name="gangA")
-    b = g.submit_spinner(cluster, NODES, name="gangB")
-    pa = g.spinner_pids(cluster, a, NODES)
-    pb = g.spinner_pids(cluster, b, NODES)
-    # the MM has both jobs in the matrix, in different slots
-    g.wait_for(lambda: set(g.mm_status(cluster)[2]) >= {a, b}, 30,
-               "both jobs in the MM's matrix")
-    return a, b, pa, pb
+    return g.submit_pair(cluster, NODES, ("gangA", "gangB"))
 
 
 def test_two_jobs_alternate_and_share_fairly(gang4):

@@ -8,7 +8,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
 import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
                          os.path.join(os.path.dirname(__file__), "..", "logs"))
@@ -18,15 +17,10 @@ NODES = ["node1", "node2"]
 
 @pytest.fixture(scope="module")
 def gang2():
-    c = Cluster(os.path.join(LOGROOT, "gangmpl"), nodes=2,
-                partition_opts="OverSubscribe=FORCE:3",
-                storm_conf="Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n" % Q_MS)
-    try:
-        c.start()
-        g.wait_gang_ready(c)
+    with g.gang_cluster(os.path.join(LOGROOT, "gangmpl"), 2,
+                        "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n" % Q_MS,
+                        "OverSubscribe=FORCE:3") as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _cleanup(c, jobs):

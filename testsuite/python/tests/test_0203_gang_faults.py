@@ -9,7 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
 import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
                          os.path.join(os.path.dirname(__file__), "..", "logs"))
@@ -20,25 +19,14 @@ NODES = ["node1", "node2", "node3"]
 
 @pytest.fixture(scope="module")
 def gang3():
-    c = Cluster(os.path.join(LOGROOT, "gangfault"), nodes=3,
-                partition_opts="OverSubscribe=FORCE:2",
-                storm_conf="Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=5\n" % (
-                    Q_MS, FAILSAFE_MS))
-    try:
-        c.start()
-        g.wait_gang_ready(c)
+    with g.gang_cluster(os.path.join(LOGROOT, "gangfault"), 3,
+                        "Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=5\n" % (
+                            Q_MS, FAILSAFE_MS)) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _pair(c):
-    a = g.submit_spinner(c, NODES, name="fa")
-    b = g.submit_spinner(c, NODES, name="fb")
-    pa = g.spinner_pids(c, a, NODES)
-    pb = g.spinner_pids(c, b, NODES)
-    g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "2 slots")
-    return a, b, pa, pb
+    return g.submit_pair(c, NODES, ("fa", "fb"))
 
 
 def _alternating(c, node, pa, pb, quanta=40):

@@ -10,7 +10,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
 import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
                          os.path.join(os.path.dirname(__file__), "..", "logs"))
@@ -31,14 +30,9 @@ BAD = [
 
 @pytest.fixture(scope="module")
 def gconf():
-    c = Cluster(os.path.join(LOGROOT, "gangconf"), nodes=2,
-                storm_conf="Timeslice=20ms\n")
-    try:
-        c.start()
-        g.wait_gang_ready(c)
+    with g.gang_cluster(os.path.join(LOGROOT, "gangconf"), 2,
+                        "Timeslice=20ms\n", partition_opts="") as c:
         yield c
-    finally:
-        c.stop()
 
 
 @pytest.mark.parametrize("text,what", BAD)

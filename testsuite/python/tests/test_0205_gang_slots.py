@@ -9,7 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
 import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
                          os.path.join(os.path.dirname(__file__), "..", "logs"))
@@ -17,15 +16,10 @@ LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
 
 @pytest.fixture(scope="module")
 def slots():
-    c = Cluster(os.path.join(LOGROOT, "gangslots"), nodes=4,
-                partition_opts="OverSubscribe=FORCE:4",
-                storm_conf="Timeslice=50ms\nMaxMPL=2\nFailSafe=1s\n")
-    try:
-        c.start()
-        g.wait_gang_ready(c)
+    with g.gang_cluster(os.path.join(LOGROOT, "gangslots"), 4,
+                        "Timeslice=50ms\nMaxMPL=2\nFailSafe=1s\n",
+                        "OverSubscribe=FORCE:4") as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _spin(c, n, w=None, name="s"):
