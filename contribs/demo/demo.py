@@ -169,10 +169,12 @@ def section_gang(tmp, builddir=None, window=4.0):
         c.stop()
     if sm:
         say("  STORM vs stock Slurm gang (doc/bench/gang.json, %s, same run):" % sm.get("date"))
+        def num(v, fmt="%.0f"):
+            return fmt % v if isinstance(v, (int, float)) else "n/a"
         say("    smallest quantum with <= 2%% slowdown: STORM %s ms, stock %s ms (stock accepts 5000 ms and up)"
-            % (sm.get("min_quantum_ms_2pct"), sm.get("stock_min_quantum_ms_2pct")))
+            % (num(sm.get("min_quantum_ms_2pct"), "%g"), num(sm.get("stock_min_quantum_ms_2pct"), "%g")))
         say("    switch skew at 16 nodes, p99: STORM %s us, stock %s us"
-            % (sm.get("skew_p99_us_16n"), sm.get("stock_skew_p99_us_16n")))
+            % (num(sm.get("skew_p99_us_16n")), num(sm.get("stock_skew_p99_us_16n"))))
     else:
         say("  STORM vs stock figures: run testsuite/bench/gang/run-gang-bench (writes %s)" % js)
 
