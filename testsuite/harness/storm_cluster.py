@@ -512,13 +512,17 @@ class Cluster:
                         f.write("THAWED")
 
     @staticmethod
-    def _remove_cgroups(root):
-        """Remove a (now empty) cgroup subtree, deepest first."""
-        if not os.path.isdir(root):
-            return
-        for d, _, _ in sorted(os.walk(root), key=lambda w: -w[0].count("/")):
-            with contextlib.suppress(OSError):
-                os.rmdir(d)
+    def _remove_cgroups(root, timeout=10):
+        """Remove a (now empty) cgroup subtree, deepest first.  A task just
+        killed stays a member until it is reaped (EBUSY): retry a while."""
+        deadline = time.time() + timeout
+        while os.path.isdir(root):
+            for d, _, _ in sorted(os.walk(root), key=lambda w: -w[0].count("/")):
+                with contextlib.suppress(OSError):
+                    os.rmdir(d)
+            if not os.path.isdir(root) or time.time() > deadline:
+                break
+            time.sleep(0.1)
 
     def __enter__(self):
         return self.start()
