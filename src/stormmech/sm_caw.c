@@ -279,15 +279,9 @@ static struct storm_op *member_op(struct storm_ctx *ctx,
 		ctx->st.rx_stale++;
 		return NULL;
 	}
-	struct storm_op *op = sm_op_new(ctx, kind);
+	struct storm_op *op = sm_op_from_hdr(ctx, kind, h, &t);
 	if (!op)
 		return NULL;
-	op->root = h->root;
-	op->id = h->op_id;
-	op->set = h->set;
-	op->arity = h->arity;
-	op->tree = t;
-	op->timeout_ms = (int)h->timeout_ms;
 	op->var = (int)h->var;
 	op->cmp = h->cmp;
 	op->value = h->value;

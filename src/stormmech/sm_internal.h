@@ -289,6 +289,8 @@ int  sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 
 /* sm_op bookkeeping (sm_xfer.c) */
 struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind);
+struct storm_op *sm_op_from_hdr(struct storm_ctx *ctx, int kind,
+				const struct sm_hdr *h, const struct sm_tree *t);
 struct storm_op *sm_op_find(struct storm_ctx *ctx, uint32_t root, uint64_t id,
 			    int kind);
 void sm_op_finish(struct storm_ctx *ctx, struct storm_op *op, int status);

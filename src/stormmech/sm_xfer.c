@@ -27,6 +27,24 @@ struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind)
 	return op;
 }
 
+/* A member's operation for a received header: identity, set and its place
+ * in the tree, from the (already checked) header. */
+struct storm_op *sm_op_from_hdr(struct storm_ctx *ctx, int kind,
+				const struct sm_hdr *h, const struct sm_tree *t)
+{
+	struct storm_op *op = sm_op_new(ctx, kind);
+
+	if (!op)
+		return NULL;
+	op->root = h->root;
+	op->id = h->op_id;
+	op->set = h->set;
+	op->arity = h->arity;
+	op->tree = *t;
+	op->timeout_ms = (int)h->timeout_ms;
+	return op;
+}
+
 struct storm_op *sm_op_find(struct storm_ctx *ctx, uint32_t root, uint64_t id,
 			    int kind)
 {
@@ -335,18 +353,12 @@ static struct storm_op *new_member_op(struct storm_ctx *ctx,
 		}
 		dst = ctx->region + h->offset;
 	}
-	struct storm_op *op = sm_op_new(ctx, SM_K_XFER);
+	struct storm_op *op = sm_op_from_hdr(ctx, SM_K_XFER, h, &t);
 	if (!op)
 		return NULL;
-	op->root = h->root;
-	op->id = h->op_id;
-	op->set = h->set;
-	op->arity = h->arity;
-	op->tree = t;
 	op->chunk = h->chunk;
 	op->offset = h->offset;
 	op->total = h->total;
-	op->timeout_ms = (int)h->timeout_ms;
 	op->nchunks = h->total ? (uint32_t)((h->total + h->chunk - 1) / h->chunk)
 			       : 1;
 	op->dst = dst;

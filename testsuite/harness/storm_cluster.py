@@ -259,7 +259,8 @@ class Cluster:
         try:
             s.connect(path)
             s.send(req.encode())
-            return s.recv(4096).decode()
+            # SEQPACKET: one reply, cut at the buffer (gang traces are long)
+            return s.recv(65536).decode()
         finally:
             s.close()
 

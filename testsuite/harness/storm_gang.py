@@ -9,22 +9,13 @@ freezer cgroup (proctrack/cgroup puts every task there).
 
 import contextlib
 import os
-import socket
 import time
 
 SPIN = "while :; do :; done"
 
 
 def nm_request(cluster, node, req, timeout=5):
-    path = os.path.join(cluster.node_local(node), "storm", ".nm-%s.sock" % node)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-        s.send(req.encode())
-        return s.recv(65536).decode()
-    finally:
-        s.close()
+    return cluster.nm_request(node, req, timeout=timeout)
 
 
 def nm_gang(cluster, node):
