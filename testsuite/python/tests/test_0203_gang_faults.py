@@ -96,14 +96,22 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
         nm_pid = int(dict(w.split("=", 1) for w in
                           g.nm_request(c, victim, "ping")[3:].split())["pid"])
         before = {n: int(g.nm_gang(c, n)["freezes"]) for n in NODES}
-        os.kill(nm_pid, signal.SIGKILL)
-        killed = time.time()
+        # slurmd's watchdog restarts a dead NM within a second, often before
+        # SuspectQuanta quanta have passed: hold slurmd until the drain, so
+        # the NM stays dead for the test (a node that is really down)
+        slurmd = c.procs["slurmd-%s" % victim]
+        slurmd.send_signal(signal.SIGSTOP)
+        try:
+            os.kill(nm_pid, signal.SIGKILL)
+            killed = time.time()
 
-        def drained():
-            info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
-            return "DRAIN" in info and "STORM" in info and info
-        info = g.wait_for(drained, 30, "%s drained" % victim)
-        detect = time.time() - killed
+            def drained():
+                info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
+                return "DRAIN" in info and "STORM" in info and info
+            info = g.wait_for(drained, 30, "%s drained" % victim)
+            detect = time.time() - killed
+        finally:
+            slurmd.send_signal(signal.SIGCONT)
         assert "missed" in info and "strobe" in info, info
         # its jobs were thawed (slurmd restarts the NM, which thaws what its
         # predecessor left frozen) and run
