@@ -30,7 +30,7 @@
 
 #include <stdint.h>
 
-#define STORM_GANG_MAGIC	0x53474e47u	/* "SGNG" */
+#define STORM_GANG_MAGIC	0x32474e47u	/* "GNG2": table entries carry a policy */
 #define STORM_GANG_STROBE_OFF	((16u << 20) - (1u << 20))
 #define STORM_GANG_TABLE_OFF	(STORM_GANG_STROBE_OFF + 4096u)
 #define STORM_GANG_MAX_JOBS	16384
@@ -52,11 +52,18 @@ typedef struct storm_gang_strobe {
 	uint64_t epoch_check;	/* == epoch when the block is complete */
 } storm_gang_strobe_t;
 
+/* How a node switches a job out of its slot (storm.conf Policy=). */
+enum {
+	STORM_GANG_SWITCH_FREEZE = 0,	/* gang: frozen outside its slots */
+	STORM_GANG_SWITCH_IDLE = 1,	/* flexible: SCHED_IDLE outside them */
+};
+
 typedef struct storm_gang_job {
 	uint32_t job_id;
 	uint32_t uid;
 	uint32_t slot_mask;	/* bit s: runs in slot s */
 	uint32_t nslots;	/* slots the job's nodes take part in */
+	uint32_t how;		/* STORM_GANG_SWITCH_* */
 } storm_gang_job_t;
 
 typedef struct storm_gang_table {

@@ -214,3 +214,169 @@ extern int nm_cg_thaw_orphans(void)
 	globfree(&g);
 	return thawed;
 }
+
+/*
+ * The flexible policy's switch: cpu.idle.  A job outside its slot is not
+ * frozen but made an idle-class group (SCHED_IDLE for the whole job), so
+ * it only gets a CPU the running slot leaves idle.  One write per job.
+ *
+ *   v1: Slurm creates no cpu-controller cgroups, so the NM keeps its own,
+ *       <mnt>/cpu/storm_<node>/job_<id>, and moves the job's processes
+ *       (read from the job's freezer cgroup, every step) into it; processes
+ *       a new step starts are picked up at the job's next demotion.
+ *   v2: the job's own cgroup has cpu.idle when Slurm enabled the cpu
+ *       controller; nothing to move.
+ * Without cpu.idle the caller falls back to freezing (gang behaviour).
+ */
+#define NM_CG_MOVED_MAX 256
+
+struct nm_cg_idle {
+	int fd;			/* cpu.idle */
+	uint32_t job_id, uid;
+	bool own_dir;		/* v1: our directory, removed at close */
+	char dir[2048];
+	int nmoved;
+	pid_t moved[NM_CG_MOVED_MAX];
+};
+
+static void cpu_root(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/cpu/storm_%s", cg_mnt, cg_node);
+}
+
+extern nm_cg_idle_t *nm_cg_idle_open(uint32_t job_id, uint32_t uid)
+{
+	nm_cg_idle_t *c = calloc(1, sizeof(*c));
+	char path[1200], ctl[2048], idle[2100];
+
+	if (!c)
+		return NULL;
+	c->job_id = job_id;
+	c->uid = uid;
+	if (cg_version == 1) {
+		cpu_root(path, sizeof(path));
+		if (mkdir(path, 0755) && errno != EEXIST)
+			goto fail;
+		snprintf(c->dir, sizeof(c->dir), "%s/job_%u", path, job_id);
+		if (mkdir(c->dir, 0755) && errno != EEXIST)
+			goto fail;
+		c->own_dir = true;
+	} else {
+		if (job_ctl_path(job_id, uid, ctl, sizeof(ctl)))
+			goto fail;
+		*strrchr(ctl, '/') = '\0';
+		snprintf(c->dir, sizeof(c->dir), "%s", ctl);
+	}
+	snprintf(idle, sizeof(idle), "%s/cpu.idle", c->dir);
+	c->fd = open(idle, O_WRONLY | O_CLOEXEC);
+	if (c->fd < 0)
+		goto fail;
+	return c;
+fail:
+	if (c->own_dir)
+		(void) rmdir(c->dir);
+	free(c);
+	return NULL;
+}
+
+static bool was_moved(nm_cg_idle_t *c, pid_t pid)
+{
+	for (int i = 0; i < c->nmoved; i++)
+		if (c->moved[i] == pid)
+			return true;
+	return false;
+}
+
+/* v1: move the job's processes not yet moved; returns how many moved. */
+extern int nm_cg_idle_sync(nm_cg_idle_t *c)
+{
+	char pat[2048], procs[2100];
+	glob_t g;
+	int n = 0, fd;
+
+	if (!c->own_dir)
+		return 0;
+	snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_%u/job_%u{,/step_*}/cgroup.procs",
+		 cg_mnt, cg_node, c->uid, c->job_id);
+	if (glob(pat, GLOB_BRACE, NULL, &g))
+		return 0;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", c->dir);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	for (size_t i = 0; fd >= 0 && i < g.gl_pathc; i++) {
+		FILE *fp = fopen(g.gl_pathv[i], "r");
+		long pid;
+
+		if (!fp)
+			continue;
+		while (fscanf(fp, "%ld", &pid) == 1) {
+			char v[24];
+			int len;
+
+			if (was_moved(c, (pid_t) pid))
+				continue;
+			len = snprintf(v, sizeof(v), "%ld", pid);
+			if (pwrite(fd, v, len, 0) == len) {
+				n++;
+				if (c->nmoved == NM_CG_MOVED_MAX)
+					c->nmoved = 0;	/* forget: rewrites are harmless */
+				c->moved[c->nmoved++] = (pid_t) pid;
+			}
+		}
+		fclose(fp);
+	}
+	if (fd >= 0)
+		close(fd);
+	globfree(&g);
+	return n;
+}
+
+extern int nm_cg_idle_write(nm_cg_idle_t *c, bool idle)
+{
+	ssize_t n = pwrite(c->fd, idle ? "1" : "0", 1, 0);
+
+	return n < 0 ? -errno : 0;
+}
+
+/* Back to normal priority; v1: our directory goes once it is empty (its
+ * processes ended) -- else it stays, at cpu.idle 0, and a later NM start
+ * removes it (nm_cg_idle_cleanup). */
+extern void nm_cg_idle_close(nm_cg_idle_t *c)
+{
+	if (!c)
+		return;
+	(void) nm_cg_idle_write(c, false);
+	close(c->fd);
+	if (c->own_dir)
+		(void) rmdir(c->dir);
+	free(c);
+}
+
+/* At start: no job stays idle-class because an earlier NM died. */
+extern int nm_cg_idle_cleanup(void)
+{
+	char pat[1300], root[1200];
+	glob_t g;
+	int n = 0;
+
+	if (cg_version != 1)
+		return 0;
+	cpu_root(root, sizeof(root));
+	snprintf(pat, sizeof(pat), "%s/job_*", root);
+	if (!glob(pat, GLOB_ONLYDIR, NULL, &g)) {
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char p[4200];
+			int fd;
+
+			snprintf(p, sizeof(p), "%s/cpu.idle", g.gl_pathv[i]);
+			if ((fd = open(p, O_WRONLY | O_CLOEXEC)) >= 0) {
+				if (write(fd, "0", 1) == 1)
+					n++;
+				close(fd);
+			}
+			(void) rmdir(g.gl_pathv[i]);
+		}
+		globfree(&g);
+	}
+	(void) rmdir(root);
+	return n;
+}

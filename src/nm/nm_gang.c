@@ -16,10 +16,18 @@
  * real-time thread it takes 20-170 us.  The thread sleeps in TEST-EVENT
  * between strobes, so it does not compete with the jobs it switches.
  *
+ * Policy=flexible jobs (table entry how = STORM_GANG_SWITCH_IDLE) are not
+ * frozen outside their slots but made idle-class (cpu.idle = 1,
+ * nm_cgroup.c): the running slot has the CPUs whenever it can use them, and
+ * when its processes block (communication, I/O) the other slots' processes
+ * fill the CPU until the next strobe.  Where cpu.idle is missing they are
+ * frozen like gang jobs, and the NM says so once per job.
+ *
  * Fail-safe (fail open): if no strobe arrives for FailSafe, every job this
- * NM froze is thawed, and so at exit; at start, job cgroups that an
- * earlier NM of this node left frozen are thawed.  A job is never left
- * frozen because a controller or a node manager died.
+ * NM froze is thawed and every job it made idle-class is back to normal,
+ * and so at exit; at start, job cgroups that an earlier NM of this node
+ * left frozen or idle-class are restored.  A job is never left frozen
+ * because a controller or a node manager died.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,8 +51,13 @@
 
 typedef struct gjob {
 	uint32_t job_id, uid, mask;
+	uint32_t how;		/* STORM_GANG_SWITCH_* from the table */
 	int fd;			/* freeze control, -1 when not on this node */
 	bool frozen;		/* frozen by us */
+	nm_cg_idle_t *cpu;	/* flexible: its cpu.idle, NULL if none */
+	bool idle;		/* made idle-class by us */
+	bool no_idle;		/* cpu.idle unavailable: freeze instead */
+	uint64_t synced_ns;	/* last move of its processes (v1) */
 	bool listed;		/* in the current table */
 	uint64_t retry_epoch;	/* next epoch to look for its cgroup */
 } gjob_t;
@@ -66,7 +79,7 @@ static int njobs, capjobs;
 static storm_gang_strobe_t last;	/* last strobe applied */
 static uint64_t table_gen;		/* generation applied */
 static uint64_t last_strobe_ns;		/* CLOCK_MONOTONIC */
-static uint64_t nstrobes, nfreeze, nthaw, nfailsafe;
+static uint64_t nstrobes, nfreeze, nthaw, nfailsafe, nidle;
 static bool failsafe_open;		/* thawed all for lack of strobes */
 static trace_t ring[NM_GANG_TRACE];
 static uint64_t ring_n;
@@ -113,6 +126,7 @@ static void drop_job(gjob_t *j)
 {
 	if (j->fd >= 0)
 		close(j->fd);
+	nm_cg_idle_close(j->cpu);
 	*j = jobs[--njobs];
 }
 
@@ -140,15 +154,63 @@ static void set_frozen(gjob_t *j, bool frozen, uint64_t epoch)
 		nthaw++;
 }
 
+/*
+ * Flexible: outside its slots a job is idle-class, not frozen.  Its
+ * processes are (re)collected when it is demoted, at most every
+ * NM_GANG_SYNC_NS, so a new step's tasks are demoted within that.
+ */
+#define NM_GANG_SYNC_NS 100000000ULL
+
+static void set_idle(gjob_t *j, bool idle)
+{
+	if (!j->cpu || j->idle == idle)
+		return;
+	if (idle) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
+			nm_cg_idle_sync(j->cpu);
+			j->synced_ns = now;
+		}
+	}
+	if (nm_cg_idle_write(j->cpu, idle)) {
+		nm_verbose("gang: job %u: cpu.idle write failed (%m); it is switched by freezing",
+			   j->job_id);
+		nm_cg_idle_close(j->cpu);
+		j->cpu = NULL;
+		j->idle = false;
+		j->no_idle = true;
+		return;
+	}
+	j->idle = idle;
+	if (idle)
+		nidle++;
+}
+
+/* Is this job switched by cpu.idle (flexible) rather than by freezing? */
+static bool by_idle(gjob_t *j)
+{
+	if (j->how != STORM_GANG_SWITCH_IDLE || j->fd < 0 || j->no_idle)
+		return false;
+	if (!j->cpu && !(j->cpu = nm_cg_idle_open(j->job_id, j->uid))) {
+		nm_info("gang: job %u: no cpu.idle for the flexible policy on this node (%m); it is switched by freezing",
+			j->job_id);
+		j->no_idle = true;
+		return false;
+	}
+	return true;
+}
+
+/* Fail open: nothing frozen, nothing idle-class. */
 static int thaw_all(void)
 {
 	int n = 0;
 
 	for (int i = 0; i < njobs; i++) {
-		if (jobs[i].frozen) {
-			set_frozen(&jobs[i], false, 0);
+		if (jobs[i].frozen || jobs[i].idle)
 			n++;
-		}
+		set_frozen(&jobs[i], false, 0);
+		set_idle(&jobs[i], false);
 	}
 	return n;
 }
@@ -194,6 +256,7 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 				continue;
 			j->listed = true;
 			j->mask = e->slot_mask;
+			j->how = e->how;
 			if (j->fd < 0 && epoch >= j->retry_epoch) {
 				int fd = nm_cg_job_open(j->job_id, j->uid);
 
@@ -213,12 +276,26 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 		}
 		i++;
 	}
-	for (int i = 0; i < njobs; i++)
-		if (!(jobs[i].mask & bit))
-			set_frozen(&jobs[i], true, epoch);
-	for (int i = 0; i < njobs; i++)
-		if (jobs[i].mask & bit)
+	/* Outgoing first (frozen, or demoted to idle-class), then incoming. */
+	for (int i = 0; i < njobs; i++) {
+		gjob_t *j = &jobs[i];
+
+		if (j->mask & bit)
+			continue;
+		if (by_idle(j)) {
+			set_frozen(j, false, epoch);
+			set_idle(j, true);
+		} else {
+			set_idle(j, false);
+			set_frozen(j, true, epoch);
+		}
+	}
+	for (int i = 0; i < njobs; i++) {
+		if (jobs[i].mask & bit) {
+			set_idle(&jobs[i], false);
 			set_frozen(&jobs[i], false, epoch);
+		}
+	}
 	for (int i = 0; i < njobs; i++)
 		if (jobs[i].frozen)
 			nfrozen++;
@@ -303,18 +380,21 @@ static void *gang_thread(void *arg)
 static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)
 {
-	int nfrozen = 0, o;
+	int nfrozen = 0, nidle_now = 0, o;
 
 	pthread_mutex_lock(&glock);
-	for (int i = 0; i < njobs; i++)
+	for (int i = 0; i < njobs; i++) {
 		nfrozen += jobs[i].frozen;
+		nidle_now += jobs[i].idle;
+	}
 	o = snprintf(out, outlen,
-		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d strobes=%llu freezes=%llu thaws=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d strobes=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
 		     (unsigned long long) last.epoch, last.slot,
 		     (unsigned long long) table_gen,
 		     (unsigned long long) last.quantum_us, nm_cg_version(),
-		     njobs, nfrozen, (unsigned long long) nstrobes,
+		     njobs, nfrozen, nidle_now, (unsigned long long) nstrobes,
 		     (unsigned long long) nfreeze, (unsigned long long) nthaw,
+		     (unsigned long long) nidle,
 		     failsafe_open ? "open" : "no",
 		     (unsigned long long) nfailsafe,
 		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
@@ -322,7 +402,8 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	for (int i = 0; i < njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s", jobs[i].job_id,
 			      jobs[i].fd < 0 ? "absent" :
-			      jobs[i].frozen ? "frozen" : "running",
+			      jobs[i].frozen ? "frozen" :
+			      jobs[i].idle ? "idle" : "running",
 			      jobs[i].mask == STORM_GANG_ALL_SLOTS ? "(alone)" : "");
 	pthread_mutex_unlock(&glock);
 	return 0;
@@ -399,6 +480,8 @@ static int gang_init(nm_t *nm)
 		return rc;
 	if ((n = nm_cg_thaw_orphans()))
 		nm_info("gang: thawed %d job(s) an earlier node manager left frozen", n);
+	if ((n = nm_cg_idle_cleanup()))
+		nm_info("gang: %d job(s) an earlier node manager left idle-class run at normal priority again", n);
 	if (!storm_region_ptr(nm->ctx, &rsize) ||
 	    rsize < STORM_GANG_TABLE_OFF + sizeof(storm_gang_table_t) +
 		    STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t)) {
@@ -438,6 +521,7 @@ static void gang_fini(nm_t *nm)
 	n = thaw_all();
 	while (njobs)
 		drop_job(&jobs[0]);
+	(void) nm_cg_idle_cleanup();	/* and our cpu-controller directory */
 	pthread_mutex_unlock(&glock);
 	if (n)
 		nm_info("gang: thawed %d job(s) on exit", n);

@@ -24,4 +24,15 @@ extern int nm_cg_write(int fd, bool frozen);
 /* Thaw job cgroups a previous NM left frozen; returns how many. */
 extern int nm_cg_thaw_orphans(void);
 
+/* The flexible policy: a job's cpu.idle (NULL: not available here). */
+typedef struct nm_cg_idle nm_cg_idle_t;
+extern nm_cg_idle_t *nm_cg_idle_open(uint32_t job_id, uint32_t uid);
+/* Put the job's processes under it (v1); how many were moved. */
+extern int nm_cg_idle_sync(nm_cg_idle_t *c);
+extern int nm_cg_idle_write(nm_cg_idle_t *c, bool idle);
+/* Normal priority again, then release (v1: remove the cgroup if empty). */
+extern void nm_cg_idle_close(nm_cg_idle_t *c);
+/* Clear what an earlier NM left idle-class; returns how many. */
+extern int nm_cg_idle_cleanup(void);
+
 #endif /* STORM_NM_GANG_H */

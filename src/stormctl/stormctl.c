@@ -37,6 +37,7 @@ typedef struct {
 	int slot;
 	unsigned mask;
 	char nodes[4096];
+	char policy[16];
 } show_job_t;
 
 static char *kv(char *text, const char *key)
@@ -164,8 +165,10 @@ static int show(const char *file)
 		} else if (!strncmp(line, "job ", 4) && nj < SHOW_MAX_JOBS) {
 			show_job_t *j = &jobs[nj];
 
-			if (sscanf(line, "job %u slot=%d mask=0x%x nodes=%4095s",
-				   &j->id, &j->slot, &j->mask, j->nodes) == 4)
+			j->policy[0] = '\0';
+			if (sscanf(line, "job %u slot=%d mask=0x%x nodes=%4095s policy=%15s",
+				   &j->id, &j->slot, &j->mask, j->nodes,
+				   j->policy) >= 4)
 				nj++;
 		}
 	}
@@ -205,7 +208,17 @@ static int show(const char *file)
 				snprintf(cell, sizeof(cell), "%u", jobs[i].id);
 		printf(" %8s", cell);
 	}
-	printf("   (jobs alone on their nodes: never frozen)\n");
+	printf("   (alone on their nodes, or Policy=local: never switched)\n");
+
+	printf("\n%-10s %-6s %-9s %s\n", "job", "slot", "policy", "nodes");
+	for (int i = 0; i < nj; i++) {
+		char sl[16] = "-";
+
+		if (jobs[i].slot >= 0)
+			snprintf(sl, sizeof(sl), "%d", jobs[i].slot);
+		printf("%-10u %-6s %-9s %s\n", jobs[i].id, sl,
+		       jobs[i].policy[0] ? jobs[i].policy : "?", jobs[i].nodes);
+	}
 
 	printf("\n%-10s %-12s %10s %7s\n", "node", "state", "ack_us", "misses");
 	for (int k = 0; k < nn; k++)

@@ -292,13 +292,17 @@ class Cluster:
         # A private mount namespace per node: <dir>/local is this node's own,
         # and the freezer hierarchy is rooted at this cluster's subtree, so
         # that two test clusters' "node1/job_2" cgroups never meet.
-        freezer = self.cgroup_root("freezer")
+        # The cpu hierarchy likewise: the node manager keeps the flexible
+        # policy's cgroups there (cpu/storm_<node>/job_<id>).
+        freezer, cpu = self.cgroup_root("freezer"), self.cgroup_root("cpu")
         os.makedirs(freezer, exist_ok=True)
+        os.makedirs(cpu, exist_ok=True)
         script = ("mount --make-rprivate / && mount --bind %s %s && "
                   "mount --bind %s /sys/fs/cgroup/freezer && "
+                  "mount --bind %s /sys/fs/cgroup/cpu && "
                   "exec slurmd -D -f %s -N %s" % (
                       self.node_local(node), self.path("local"), freezer,
-                      self.conf, node))
+                      cpu, self.conf, node))
         p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script])
         # Up to 10 s: on a loaded host unshare may take long to switch, and
         # a namespace not recorded is a node whose processes stop() misses.
@@ -502,6 +506,7 @@ class Cluster:
         self.procs.clear()
         self.node_ns.clear()
         self._remove_cgroups(self.cgroup_root("freezer"))
+        self._remove_cgroups(self.cgroup_root("cpu"))
 
     def thaw_all(self):
         """Thaw every frozen cgroup of this cluster's freezer subtree."""

@@ -89,8 +89,10 @@ typedef struct mm_job {
 	uint32_t job_id, uid;
 	int slot;
 	uint32_t mask;
-	bool gang;		/* in a Policy=gang partition */
+	bool gang;		/* switched: Policy=gang or flexible */
+	uint32_t how;		/* STORM_GANG_SWITCH_*: freeze or idle */
 	bool seen;
+	bool seen_policy;	/* how and gang were set */
 	bitstr_t *nodes;	/* copy of job_ptr->node_bitmap */
 } mm_job_t;
 
@@ -291,6 +293,31 @@ static bool slot_conflict(const mm_job_t *j, int slot)
 }
 
 /*
+ * A job's policy, from its partition; true if that changed how it is
+ * switched.  Policy=local jobs are never switched (they take no slot: the
+ * node's own scheduler time-shares them); gang and flexible jobs take a slot
+ * and differ only in what a node does outside it, so a switch between those
+ * two keeps the slot, and either way it applies at the next strobe.
+ */
+static bool apply_policy(mm_job_t *j, storm_policy_t pol)
+{
+	bool gang = pol != STORM_POLICY_LOCAL;
+	uint32_t how = pol == STORM_POLICY_FLEXIBLE ? STORM_GANG_SWITCH_IDLE :
+						     STORM_GANG_SWITCH_FREEZE;
+	bool changed = j->gang != gang || j->how != how || !j->seen_policy;
+
+	if (j->gang != gang)
+		j->slot = -1;
+	if (changed && j->seen_policy)
+		info("%s: JobId=%u now runs under Policy=%s", MM_PREFIX,
+		     j->job_id, storm_policy_str(pol));
+	j->gang = gang;
+	j->how = how;
+	j->seen_policy = true;
+	return changed;
+}
+
+/*
  * Sample Slurm's running jobs; returns true when the table changed.
  * Called without locks; takes slurmctld's job and node read locks.
  */
@@ -326,8 +353,6 @@ static bool rebuild(void)
 				j->job_id = jp->job_id;
 				j->uid = jp->user_id;
 				j->slot = -1;
-				j->gang = storm_conf_part_policy(&gconf, part) ==
-					  STORM_POLICY_GANG;
 				changed = true;
 			}
 			if (!j->nodes || bit_size(j->nodes) !=
@@ -338,12 +363,8 @@ static bool rebuild(void)
 				changed = true;
 			}
 			part = jp->part_ptr ? jp->part_ptr->name : NULL;
-			if (j->gang != (storm_conf_part_policy(&gconf, part) ==
-					STORM_POLICY_GANG)) {
-				j->gang = !j->gang;
-				j->slot = -1;
+			if (apply_policy(j, storm_conf_part_policy(&gconf, part)))
 				changed = true;
-			}
 			j->seen = true;
 		}
 		list_iterator_destroy(it);
@@ -445,6 +466,7 @@ static void build_table(void)
 		t->jobs[i].uid = jobs[i].uid;
 		t->jobs[i].slot_mask = jobs[i].mask;
 		t->jobs[i].nslots = nslots;
+		t->jobs[i].how = jobs[i].how;
 	}
 	t->magic = STORM_GANG_MAGIC;
 	t->njobs = n;
@@ -592,9 +614,12 @@ static void write_status(void)
 			    bit_test(jobs[i].nodes, k))
 				storm_set_add(&s, k);
 		storm_set_format(&s, set, sizeof(set));
-		xstrfmtcat(buf, "job %u slot=%d mask=0x%x nodes=%s\n",
+		xstrfmtcat(buf, "job %u slot=%d mask=0x%x nodes=%s policy=%s\n",
 			   jobs[i].job_id, jobs[i].gang ? jobs[i].slot : -1,
-			   jobs[i].mask, set);
+			   jobs[i].mask, set,
+			   !jobs[i].gang ? "local" :
+			   jobs[i].how == STORM_GANG_SWITCH_IDLE ? "flexible" :
+								  "gang");
 	}
 	fp = fopen(tmp, "w");
 	if (!fp || fputs(buf, fp) < 0 || fclose(fp)) {

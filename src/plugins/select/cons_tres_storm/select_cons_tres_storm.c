@@ -85,8 +85,10 @@ _Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
 	       "base_syms must name every slurm_select_ops_t member");
 
 /*
- * Time slots.  Each node may carry at most MaxMPL running jobs of a
- * Policy=gang partition (one per slot of the Machine Manager's matrix).
+ * Time slots.  Each node may carry at most MaxMPL running jobs of a STORM
+ * partition: one per slot of the Machine Manager's matrix under
+ * Policy=gang and flexible, and the same cap on co-allocated jobs under
+ * Policy=local, where the node's own scheduler shares the CPUs.
  * The count is kept here, from job_begin/job_fini/job_suspend/job_resume
  * and job_init (slurmctld restart), under our own lock: this plugin is
  * loaded by every Slurm program, so it must not reach into slurmctld's
@@ -102,6 +104,7 @@ _Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
 typedef struct {
 	uint32_t job_id;
 	bitstr_t *nodes;
+	uint64_t mem_mb;	/* per node, the most on any of its nodes */
 } slot_job_t;
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -129,15 +132,71 @@ static void _load_conf(const char *why)
 	slurm_mutex_unlock(&slot_lock);
 }
 
-/* MaxMPL of the job's partition if it time-shares, else 0; slot_lock. */
+/* MaxMPL of the job's partition (any policy), 0 without storm.conf;
+ * slot_lock. */
 static uint32_t _gang_mpl(job_record_t *job_ptr)
 {
 	const char *part = job_ptr->part_ptr ? job_ptr->part_ptr->name : NULL;
 
-	if (!sconf_ok ||
-	    storm_conf_part_policy(&sconf, part) != STORM_POLICY_GANG)
+	if (!sconf_ok)
 		return 0;
 	return storm_conf_part_max_mpl(&sconf, part);
+}
+
+/*
+ * Memory a job holds on each of its nodes, in MB: what cons_tres reserved
+ * when it tracks memory (CR_*_Memory), else the request.  Frozen or
+ * idle-class jobs keep their memory, so admission counts every slot: with
+ * ConstrainRAMSpace the request is also the bound on what a job's
+ * processes can keep resident.
+ */
+static uint64_t _job_mem_mb(job_record_t *job_ptr)
+{
+	struct job_details *d = job_ptr->details;
+	job_resources_t *r = job_ptr->job_resrcs;
+	uint64_t m = 0, cpus;
+
+	if (r && r->memory_allocated) {
+		for (uint32_t i = 0; i < r->nhosts; i++)
+			m = MAX(m, r->memory_allocated[i]);
+		if (m)
+			return m;
+	}
+	if (!d)
+		return 0;
+	m = d->pn_min_memory;
+	if (m & MEM_PER_CPU) {
+		cpus = (uint64_t) MAX(d->cpus_per_task, 1) *
+		       MAX(d->ntasks_per_node, 1);
+		cpus = MAX(cpus, d->pn_min_cpus);
+		if (d->min_nodes)
+			cpus = MAX(cpus, d->min_cpus / d->min_nodes);
+		m = (m & ~MEM_PER_CPU) * cpus;
+	}
+	return m;
+}
+
+static uint64_t _mem_used(int node)
+{
+	uint64_t m = 0;
+
+	for (int i = 0; i < nsjobs; i++)
+		if (node < bit_size(sjobs[i].nodes) &&
+		    bit_test(sjobs[i].nodes, node))
+			m += sjobs[i].mem_mb;
+	return m;
+}
+
+/* RealMemory less MemReserve, MB; UINT64_MAX when unknown. */
+static uint64_t _mem_usable(int node)
+{
+	int idx = node;
+	node_record_t *n = next_node(&idx);
+
+	if (!n || idx != node || !n->real_memory)
+		return UINT64_MAX;
+	return n->real_memory > sconf.mem_reserve_mb ?
+	       n->real_memory - sconf.mem_reserve_mb : 0;
 }
 
 static void _track_del(uint32_t job_id)
@@ -165,6 +224,7 @@ static void _track_add(job_record_t *job_ptr)
 	}
 	sjobs[nsjobs].job_id = job_ptr->job_id;
 	sjobs[nsjobs].nodes = bit_copy(b);
+	sjobs[nsjobs].mem_mb = _job_mem_mb(job_ptr);
 	nsjobs++;
 }
 
@@ -328,8 +388,9 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			     bitstr_t *exc_core_bitmap)
 {
 	uint32_t mpl;
-	int full = 0, rc;
-	bitstr_t *full_map = NULL;
+	uint64_t need = 0;
+	int full = 0, memfull = 0, rc;
+	bitstr_t *full_map = NULL, *mem_map = NULL;
 
 	if (!SELECT_IS_MODE_RUN_NOW(mode) || !node_bitmap)
 		goto pass;
@@ -342,11 +403,22 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			xfree(job_ptr->state_desc);
 		}
 		full_map = bit_alloc(bit_size(node_bitmap));
+		mem_map = bit_alloc(bit_size(node_bitmap));
+		need = _job_mem_mb(job_ptr);
 		for (int i = 0; i < bit_size(node_bitmap); i++) {
-			if (bit_test(node_bitmap, i) && _slots_used(i) >= (int) mpl) {
+			if (!bit_test(node_bitmap, i))
+				continue;
+			if (_slots_used(i) >= (int) mpl) {
 				bit_clear(node_bitmap, i);
 				bit_set(full_map, i);
 				full++;
+			} else if (_slots_used(i) &&
+				   _mem_used(i) + need > _mem_usable(i)) {
+				/* a node alone may take any job cons_tres
+				 * admits: the reserve is for co-scheduling */
+				bit_clear(node_bitmap, i);
+				bit_set(mem_map, i);
+				memfull++;
 			}
 		}
 	}
@@ -363,13 +435,13 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		rc = base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
 				   req_nodes, mode, preemptee_candidates,
 				   preemptee_job_list, exc_core_bitmap);
+	/*
+	 * Tell the user why, in squeue.  Slurm 22.05 resets the reason to
+	 * "Resources" after a failed selection unless it is one of the
+	 * (BlueGene-era) select-owned reasons, which it keeps
+	 * (node_scheduler.c, select_nodes()); squeue prints state_desc.
+	 */
 	if (rc != SLURM_SUCCESS && full) {
-		/*
-		 * Tell the user why, in squeue.  Slurm 22.05 resets the reason
-		 * to "Resources" after a failed selection unless it is one of
-		 * the (BlueGene-era) select-owned reasons, which it keeps
-		 * (node_scheduler.c, select_nodes()); squeue prints state_desc.
-		 */
 		char *names = bitmap2node_name(full_map);
 
 		job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
@@ -379,8 +451,20 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		xfree(names);
 		debug("%s: %pJ pends: all %u time slots in use on %d node(s)",
 		      plugin_type, job_ptr, mpl, full);
+	} else if (rc != SLURM_SUCCESS && memfull) {
+		char *names = bitmap2node_name(mem_map);
+
+		job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
+		xfree(job_ptr->state_desc);
+		xstrfmtcat(job_ptr->state_desc,
+			   "STORM_memory_full:%"PRIu64"MB_does_not_fit_beside_running_jobs_on_%s_(MemReserve=%"PRIu64"MB)",
+			   need, names, sconf.mem_reserve_mb);
+		xfree(names);
+		debug("%s: %pJ pends: its %"PRIu64" MB do not fit beside the running jobs on %d node(s)",
+		      plugin_type, job_ptr, need, memfull);
 	}
 	FREE_NULL_BITMAP(full_map);
+	FREE_NULL_BITMAP(mem_map);
 	return rc;
 pass:
 	return base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,

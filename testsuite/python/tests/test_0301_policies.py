@@ -1,0 +1,205 @@
+"""Policies beyond strict gang: flexible and local co-scheduling, memory-aware
+admission, and switching the policy of a live partition.
+
+One 2-node cluster, Timeslice 50 ms, MaxMPL 3.  Each test rewrites
+storm.conf's Policy= and reconfigures; the Machine Manager's status file
+and the node managers' `gang` replies show what every job runs under, and
+task CPU time comes from /proc/<pid>/schedstat.
+"""
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
+import storm_gang as g  # noqa: E402
+
+LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
+                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+NODES = ["node1", "node2"]
+BASE = "Timeslice=50ms\nMaxMPL=3\nFailSafe=1s\nSuspectQuanta=40\n"
+# Mostly asleep: a job whose processes block (as on communication or I/O).
+SLEEPER = "while :; do sleep 0.2; done"
+
+
+@pytest.fixture(scope="module")
+def pol():
+    with g.gang_cluster(os.path.join(LOGROOT, "policies"), 2,
+                        BASE + "Policy=gang\n", "OverSubscribe=FORCE:3") as c:
+        yield c
+
+
+def set_policy(c, policy, extra=""):
+    c.write_storm_conf(c.base_storm_conf() + BASE + extra +
+                       "Policy=%s\n" % policy)
+    c.run(["scontrol", "reconfigure"])
+
+
+def mm_policies(c, jobs):
+    st = g.mm_status(c)[2]
+    return {j: st.get(j, {}).get("policy") for j in jobs}
+
+
+def wait_policy(c, jobs, policy, timeout=30):
+    g.wait_for(lambda: set(mm_policies(c, jobs).values()) == {policy},
+               timeout, "jobs %s under Policy=%s in the MM's matrix" % (jobs, policy))
+
+
+def nm_jobs(c, node):
+    """{jobid: state} as the node's manager sees them."""
+    st = g.nm_gang(c, node)
+    return {int(k[3:]): v for k, v in st.items() if k.startswith("job") and k[3:].isdigit()}
+
+
+def states_seen(c, jobs, node, seconds=1.0):
+    """Every state each job took on node over a few quanta."""
+    seen = {j: set() for j in jobs}
+    end = time.time() + seconds
+    while time.time() < end:
+        st = nm_jobs(c, node)
+        for j in jobs:
+            if j in st:
+                seen[j].add(st[j].split("(")[0])
+        time.sleep(0.01)
+    return seen
+
+
+def cancel(c, *jobs):
+    c.run(["scancel"] + [str(j) for j in jobs if j], check=False)
+    for j in jobs:
+        if j:
+            c.wait_job(j, timeout=60, states=("CANCELLED", "COMPLETED", "FAILED"))
+
+
+def test_flexible_lets_a_busy_slot_use_cpu_a_sleeping_slot_leaves(pol):
+    c = pol
+    set_policy(c, "flexible")
+    a = b = None
+    try:
+        a = c.sbatch("-N", "2", "-w", ",".join(NODES), "--ntasks-per-node=1",
+                     "-c", str(c.cpus), "-J", "sleepy", "-o", "/dev/null",
+                     "--wrap", "srun sh -c '%s'" % SLEEPER)
+        b = g.submit_spinner(c, NODES, name="busy")
+        pb = g.spinner_pids(c, b, NODES)
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2" and
+                   set(g.mm_status(c)[2]) >= {a, b}, 30,
+                   "both jobs in two slots")
+        wait_policy(c, [a, b], "flexible")
+        # outside its slot the busy job is idle-class, not frozen (once the
+        # node managers have the new table)
+        g.wait_for(lambda: "idle" in states_seen(c, [b], "node1", 0.5)[b],
+                   20, "busy job idle-class outside its slot")
+        seen = states_seen(c, [a, b], "node1")
+        assert "idle" in seen[b] and "frozen" not in seen[b], seen
+        # and it fills the CPU the sleeping slot leaves: one core per node
+        rate, _ = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)
+        assert rate > 0.8 * len(NODES), rate
+
+        # the same pair under gang: the busy job only runs in its own slot
+        set_policy(c, "gang")
+        wait_policy(c, [a, b], "gang")
+        g.wait_for(lambda: "frozen" in states_seen(c, [b], "node1", 0.5)[b],
+                   20, "busy job frozen outside its slot")
+        rate_gang, _ = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)
+        assert rate_gang < 0.7 * len(NODES), rate_gang
+        print("busy job, CPU per second: flexible %.2f, gang %.2f" % (rate, rate_gang))
+        assert rate > rate_gang * 1.3, (rate, rate_gang)
+    finally:
+        cancel(c, a, b)
+        set_policy(c, "gang")
+
+
+COUNT = "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; echo result=$i"
+
+
+@pytest.mark.parametrize("policy", ["gang", "flexible", "local"])
+def test_policy_runs_coallocated_jobs_to_completion(pol, policy):
+    c = pol
+    set_policy(c, policy)
+    outs, jobs = [], []
+    try:
+        for k in range(3):
+            out = c.path("log", "count-%s-%d.out" % (policy, k))
+            outs.append(out)
+            jobs.append(c.sbatch("-N", "2", "-w", ",".join(NODES),
+                                 "--ntasks-per-node=1", "-c", str(c.cpus),
+                                 "-J", "count", "-o", out, "--wrap",
+                                 "srun sh -c '%s'" % COUNT))
+        g.wait_for(lambda: set(g.mm_status(c)[2]) >= set(jobs), 60,
+                   "all three jobs co-allocated")
+        wait_policy(c, jobs, policy)
+        hdr = g.mm_status(c)[0]
+        # gang and flexible jobs hold slots; local ones are never switched
+        assert hdr["nslots"] == ("3" if policy != "local" else "0"), hdr
+        if policy == "local":
+            seen = states_seen(c, jobs, "node2", 0.5)
+            assert all(s <= {"running"} for s in seen.values()), seen
+        for j in jobs:
+            c.wait_job(j, timeout=240)
+        for out in outs:
+            lines = open(out).read().split()
+            assert lines.count("result=2000000") == 2, (out, lines)
+    finally:
+        cancel(c, *jobs)
+        set_policy(c, "gang")
+
+
+def test_memory_admission_waits_for_memory_with_a_reason(pol):
+    c = pol
+    # node RealMemory 1000 MB; 300 kept free: two 400 MB jobs do not fit
+    set_policy(c, "gang", "MemReserve=300\n")
+    a = b = None
+    try:
+        a = g.submit_spinner(c, ["node1"], name="memA", cpus=1,
+                             extra=("--mem=400",))
+        g.spinner_pids(c, a, ["node1"])
+        b = g.submit_spinner(c, ["node1"], name="memB", cpus=1,
+                             extra=("--mem=400",))
+
+        def reason():
+            out = c.run(["squeue", "-h", "-j", str(b), "-o", "%T %R"]).stdout
+            return out if out.startswith("PENDING") and "STORM_memory_full" in out else None
+        r = g.wait_for(reason, 30, "job B pending for memory")
+        assert "node1" in r and "MemReserve=300MB" in r, r
+        # cons_tres alone would have started it (800 <= 1000 MB): the
+        # reserve is ours; when A ends, B starts
+        cancel(c, a)
+        a = None
+        g.wait_for(lambda: c.job_info(b).get("JobState") == "RUNNING", 60,
+                   "job B running once A's memory is free")
+    finally:
+        cancel(c, a, b)
+        set_policy(c, "gang")
+
+
+def test_policy_switch_on_a_live_partition_kills_nothing(pol):
+    c = pol
+    set_policy(c, "gang")
+    a, b, pa, pb = g.submit_pair(c, NODES, ("liveA", "liveB"))
+    try:
+        wait_policy(c, [a, b], "gang")
+        g.wait_for(lambda: "frozen" in set().union(*states_seen(c, [a, b], "node1", 0.5).values()),
+                   20, "one of the pair frozen under gang")
+        for policy, forbidden in (("flexible", "frozen"), ("local", None)):
+            set_policy(c, policy)
+            wait_policy(c, [a, b], policy)
+            if policy == "flexible":
+                g.wait_for(lambda: "idle" in set().union(*states_seen(c, [a, b], "node1", 0.5).values()),
+                           20, "one of the pair idle-class under flexible")
+            seen = states_seen(c, [a, b], "node1", 1.0)
+            allowed = {"running", "idle"} if policy == "flexible" else {"running"}
+            assert all(s <= allowed for s in seen.values()), (policy, seen)
+            # the same processes, still running
+            for n in NODES:
+                assert g.cpu_ns(pa[n]) is not None and g.cpu_ns(pb[n]) is not None
+            for j in (a, b):
+                assert c.job_info(j).get("JobState") == "RUNNING"
+        # both progress under local: the node's own scheduler shares them
+        r0 = {k: g.cpu_ns(p) for k, p in list(pa.items()) + [("b" + n, p) for n, p in pb.items()]}
+        time.sleep(1.0)
+        r1 = {k: g.cpu_ns(p) for k, p in list(pa.items()) + [("b" + n, p) for n, p in pb.items()]}
+        assert all(r1[k] - r0[k] > 50e6 for k in r0), (r0, r1)
+    finally:
+        cancel(c, a, b)
+        set_policy(c, "gang")
