@@ -133,8 +133,9 @@ def test_policy_runs_coallocated_jobs_to_completion(pol, policy):
         # gang and flexible jobs hold slots; local ones are never switched
         assert hdr["nslots"] == ("3" if policy != "local" else "0"), hdr
         if policy == "local":
+            # never frozen or idle-class ("absent": its cgroup not there yet)
             seen = states_seen(c, jobs, "node2", 0.5)
-            assert all(s <= {"running"} for s in seen.values()), seen
+            assert all(s <= {"running", "absent"} for s in seen.values()), seen
         for j in jobs:
             c.wait_job(j, timeout=240)
         for out in outs:
