@@ -92,9 +92,11 @@ def test_flexible_lets_a_busy_slot_use_cpu_a_sleeping_slot_leaves(pol):
                    20, "busy job idle-class outside its slot")
         seen = states_seen(c, [a, b], "node1")
         assert "idle" in seen[b] and "frozen" not in seen[b], seen
-        # and it fills the CPU the sleeping slot leaves: one core per node
+        # and it fills the CPU the sleeping slot leaves: well above the
+        # half core per node it gets under gang (1.48-1.94 CPU/s seen on 2
+        # nodes; the low end with a CI run's other load on the 2 cores)
         rate, _ = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)
-        assert rate > 0.8 * len(NODES), rate
+        assert rate > 0.6 * len(NODES), rate
 
         # the same pair under gang: the busy job only runs in its own slot
         set_policy(c, "gang")
