@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/bitstring.h"
@@ -176,17 +177,6 @@ static uint64_t _job_mem_mb(job_record_t *job_ptr)
 	return m;
 }
 
-static uint64_t _mem_used(int node)
-{
-	uint64_t m = 0;
-
-	for (int i = 0; i < nsjobs; i++)
-		if (node < bit_size(sjobs[i].nodes) &&
-		    bit_test(sjobs[i].nodes, node))
-			m += sjobs[i].mem_mb;
-	return m;
-}
-
 /* RealMemory less MemReserve, MB; UINT64_MAX when unknown. */
 static uint64_t _mem_usable(int node)
 {
@@ -228,15 +218,40 @@ static void _track_add(job_record_t *job_ptr)
 	nsjobs++;
 }
 
-static int _slots_used(int node)
+/* Jobs placed on a node and the memory they hold there (MB); slot_lock. */
+static int _node_usage(int node, uint64_t *mem_mb)
 {
 	int n = 0;
 
-	for (int i = 0; i < nsjobs; i++)
+	*mem_mb = 0;
+	for (int i = 0; i < nsjobs; i++) {
 		if (node < bit_size(sjobs[i].nodes) &&
-		    bit_test(sjobs[i].nodes, node))
+		    bit_test(sjobs[i].nodes, node)) {
 			n++;
+			*mem_mb += sjobs[i].mem_mb;
+		}
+	}
 	return n;
+}
+
+/* A select-owned pending reason, so squeue shows ours (see job_test). */
+static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
+{
+	va_list ap;
+	char *text = NULL;
+	int rc;
+
+	job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
+	xfree(job_ptr->state_desc);
+	va_start(ap, fmt);
+	rc = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (rc >= 0) {
+		job_ptr->state_desc = xstrdup(text);
+		free(text);
+	}
 }
 
 /* Jobs wholly inside [lo, hi): how much a block is already "a buddy". */
@@ -406,14 +421,17 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		mem_map = bit_alloc(bit_size(node_bitmap));
 		need = _job_mem_mb(job_ptr);
 		for (int i = 0; i < bit_size(node_bitmap); i++) {
+			uint64_t used_mb;
+			int used;
+
 			if (!bit_test(node_bitmap, i))
 				continue;
-			if (_slots_used(i) >= (int) mpl) {
+			used = _node_usage(i, &used_mb);
+			if (used >= (int) mpl) {
 				bit_clear(node_bitmap, i);
 				bit_set(full_map, i);
 				full++;
-			} else if (_slots_used(i) &&
-				   _mem_used(i) + need > _mem_usable(i)) {
+			} else if (used && used_mb + need > _mem_usable(i)) {
 				/* a node alone may take any job cons_tres
 				 * admits: the reserve is for co-scheduling */
 				bit_clear(node_bitmap, i);
@@ -444,21 +462,16 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	if (rc != SLURM_SUCCESS && full) {
 		char *names = bitmap2node_name(full_map);
 
-		job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
-		xfree(job_ptr->state_desc);
-		xstrfmtcat(job_ptr->state_desc,
-			   "STORM_time_slots_full:MaxMPL=%u_on_%s", mpl, names);
+		_pend_reason(job_ptr, "STORM_time_slots_full:MaxMPL=%u_on_%s",
+			     mpl, names);
 		xfree(names);
 		debug("%s: %pJ pends: all %u time slots in use on %d node(s)",
 		      plugin_type, job_ptr, mpl, full);
 	} else if (rc != SLURM_SUCCESS && memfull) {
 		char *names = bitmap2node_name(mem_map);
 
-		job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
-		xfree(job_ptr->state_desc);
-		xstrfmtcat(job_ptr->state_desc,
-			   "STORM_memory_full:%"PRIu64"MB_does_not_fit_beside_running_jobs_on_%s_(MemReserve=%"PRIu64"MB)",
-			   need, names, sconf.mem_reserve_mb);
+		_pend_reason(job_ptr, "STORM_memory_full:%"PRIu64"MB_does_not_fit_beside_running_jobs_on_%s_(MemReserve=%"PRIu64"MB)",
+			     need, names, sconf.mem_reserve_mb);
 		xfree(names);
 		debug("%s: %pJ pends: its %"PRIu64" MB do not fit beside the running jobs on %d node(s)",
 		      plugin_type, job_ptr, need, memfull);
