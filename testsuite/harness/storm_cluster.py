@@ -84,14 +84,18 @@ class Cluster:
     """One slurmctld and `nodes` slurmd daemons under `workdir`.
 
     storm: configure the STORM plugins (False gives stock Slurm, for
-    baselines).  storm_conf: lines added to the cluster's base storm.conf.  extra_conf: lines appended
+    baselines).  node_mem_mb: put each slurmd (and so everything it starts)
+    in a v1 memory cgroup of that limit, standing in for the node's RAM (the
+    memory-pressure benchmark; no swap here, so going over is an OOM kill).
+    select_params: SelectTypeParameters (CR_Core leaves memory out of
+    admission, as many gang-scheduled sites do).  storm_conf: lines added to the cluster's base storm.conf.  extra_conf: lines appended
     to slurm.conf.  partition_opts: extra words on the PartitionName line.
     """
 
     def __init__(self, workdir, nodes=8, storm=True, builddir=None,
                  storm_conf="", extra_conf="", partition_opts="",
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
-                 expect_nm=True):
+                 expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory"):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         self.dir = os.path.abspath(workdir)
@@ -105,6 +109,8 @@ class Cluster:
         self.cpus = cpus
         self.real_memory = real_memory
         self.proctrack = proctrack
+        self.node_mem_mb = node_mem_mb
+        self.select_params = select_params
         # start() waits for the node managers unless told none will run
         # (a deliberately broken storm.conf keeps them from starting).
         self.expect_nm = storm and expect_nm
@@ -169,7 +175,7 @@ class Cluster:
             "TmpFS=%s" % self.path("local"),
             "ProctrackType=proctrack/%s" % self.proctrack,
             "TaskPlugin=task/none",
-            "SelectTypeParameters=CR_Core_Memory",
+            "SelectTypeParameters=%s" % self.select_params,
             "DefMemPerCPU=100",
             "SlurmdParameters=config_overrides",
             "ReturnToService=2", "MpiDefault=none",
@@ -297,7 +303,14 @@ class Cluster:
         freezer, cpu = self.cgroup_root("freezer"), self.cgroup_root("cpu")
         os.makedirs(freezer, exist_ok=True)
         os.makedirs(cpu, exist_ok=True)
-        script = ("mount --make-rprivate / && mount --bind %s %s && "
+        script = ""
+        if self.node_mem_mb:
+            mem = os.path.join(self.cgroup_root("memory"), node)
+            os.makedirs(mem, exist_ok=True)
+            with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+                f.write(str(self.node_mem_mb << 20))
+            script = "echo $$ > %s/cgroup.procs && " % mem
+        script += ("mount --make-rprivate / && mount --bind %s %s && "
                   "mount --bind %s /sys/fs/cgroup/freezer && "
                   "mount --bind %s /sys/fs/cgroup/cpu && "
                   "exec slurmd -D -f %s -N %s" % (
@@ -507,6 +520,21 @@ class Cluster:
         self.node_ns.clear()
         self._remove_cgroups(self.cgroup_root("freezer"))
         self._remove_cgroups(self.cgroup_root("cpu"))
+        if self.node_mem_mb:
+            self._remove_cgroups(self.cgroup_root("memory"))
+
+    def oom_kills(self, node):
+        """OOM kills in the node's memory cgroup so far (node_mem_mb)."""
+        try:
+            with open(os.path.join(self.cgroup_root("memory"), node,
+                                   "memory.oom_control")) as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill":
+                        return int(v)
+        except OSError:
+            pass
+        return 0
 
     def thaw_all(self):
         """Thaw every frozen cgroup of this cluster's freezer subtree."""
