@@ -3,20 +3,33 @@
  * launch plugin) and the node managers.  Header only: srun and storm-nm
  * include it, nothing else.
  *
- * One file = four fabric operations, all rooted at srun (a client rank):
- *   1. XFER-AND-SIGNAL of the manifest (a munge credential whose payload
- *      names job, step, uid, file, size, mode and checksum) to offset
- *      STORM_BCAST_MANIFEST | key.  Each NM verifies it on commit, prepares
- *      a hidden temporary file of the right size and sets its variable
- *      storm_bcast_var(client) to STORM_BCAST_VAL(key, READY) or to a
- *      refusal code.
- *   2. COMPARE-AND-WRITE(var == READY) over the step's nodes.
- *   3. XFER-AND-SIGNAL of the file itself to offset key: each NM's
- *      destination callback returns the mapping of the temporary file, so
- *      the chunks land in place (one copy per byte per node).  On commit
- *      the NM checks the checksum and renames the file into place
+ * srun does not join the fabric (that costs an srun about 400 ms here:
+ * loading libfabric and probing providers).  It hands the file over one TCP
+ * connection to the node manager of the step's first node, the relay,
+ * which is on the fabric already, and the relay is the root of the
+ * multicast:
+ *   0. srun -> relay (TCP, BcastPort): a storm_relay_req_t, srun's munge
+ *      credential (its payload names job, step, uid, file, size, mode and
+ *      checksum), the step's node list, then the file.  The relay checks the
+ *      credential as every node does, receives the file straight into the
+ *      mapping of its own temporary file and verifies the checksum.
+ *   1. XFER-AND-SIGNAL of the credential (the manifest) from the relay to
+ *      the step's other nodes, at offset STORM_BCAST_MANIFEST | key.  Each
+ *      NM verifies it on commit, prepares a hidden temporary file of the
+ *      right size and sets its variable storm_bcast_var(key) to
+ *      STORM_BCAST_VAL(key, READY) or to a refusal code.
+ *   2. COMPARE-AND-WRITE(var == READY) over those nodes.
+ *   3. XFER-AND-SIGNAL of the file itself to offset STORM_BCAST_DATA | key:
+ *      each NM's destination callback returns the mapping of the temporary
+ *      file, so the chunks land in place (one copy per byte per node).  On
+ *      commit the NM checks the checksum and renames the file into place
  *      (var = DONE); on abort it unlinks it.
- *   4. COMPARE-AND-WRITE(var == DONE): every node holds the file.
+ *   4. COMPARE-AND-WRITE(var == DONE): every node holds the file.  The
+ *      relay renames its own copy into place and answers srun with a
+ *      storm_relay_rep_t (and the error text, naming nodes, on failure).
+ * The credential is srun's, so every node, the relay included, checks the
+ * same uid and job; the relay is trusted with the bytes only as far as the
+ * checksum in that credential goes.
  */
 #ifndef STORM_BCAST_H
 #define STORM_BCAST_H
@@ -33,10 +46,44 @@
 #define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
 #define STORM_BCAST_MAX_MANIFEST 4096
 
-/* Variables: one per client rank slot, above the NM's own variables. */
+/* Variables: one per transfer, chosen by its key, above the NM's own
+ * variables.  Two transfers whose keys share a slot on a common node at the
+ * same time disturb each other (the later one's states replace the
+ * earlier's: that one times out, nothing is corrupted); with random 48-bit
+ * keys that takes two broadcasts at once and a 1 in 256 draw. */
 #define STORM_BCAST_VAR_BASE	16
 #define STORM_BCAST_VAR_SLOTS	256
 #define STORM_BCAST_NVARS	(STORM_BCAST_VAR_BASE + STORM_BCAST_VAR_SLOTS)
+
+static inline int storm_bcast_var(uint64_t key)
+{
+	return STORM_BCAST_VAR_BASE + (int) (key % STORM_BCAST_VAR_SLOTS);
+}
+
+/* srun -> relay: this header (integers in network byte order), then
+ * cred_len bytes of credential, nodes_len bytes of node list (no NUL),
+ * then size bytes of file. */
+#define STORM_RELAY_MAGIC	0x53524c31u	/* "SRL1" */
+#define STORM_RELAY_MAX_NODELIST 65536
+typedef struct storm_relay_req {
+	uint32_t magic;
+	uint32_t cred_len;
+	uint32_t nodes_len;
+	uint32_t pad;
+	uint64_t key;
+	uint64_t size;
+} storm_relay_req_t;
+
+/* relay -> srun: this header, then msg_len bytes of text: the phases'
+ * times on success, what failed (naming nodes) otherwise. */
+#define STORM_RELAY_REP_MAGIC	0x53524c52u	/* "SRLR" */
+#define STORM_RELAY_MAX_MSG	4096
+typedef struct storm_relay_rep {
+	uint32_t magic;
+	uint32_t status;	/* 0: every node holds the file */
+	uint32_t msg_len;
+	uint32_t pad;
+} storm_relay_rep_t;
 
 /* States in the low byte of the variable; the key is in the upper bits, so
  * a value from an older transfer never matches. */

@@ -48,7 +48,8 @@ static const key_def_t keys[] = {
 	{ "MaxMPL", K_U32, F(max_mpl), 0, 1, 16 },
 	{ "Policy", K_POLICY, F(policy), 0, 0, 0 },
 	{ "Provider", K_STRING, F(provider), S(provider), 0, 0 },
-	{ "Port", K_PORTS, 0, 0, 1024, 65535 },
+	{ "Port", K_PORTS, F(port_lo), 0, 1024, 65535 },
+	{ "BcastPort", K_PORTS, F(bcast_port_lo), 0, 1024, 65535 },
 	{ "ControllerPort", K_U32, F(ctl_port), 0, 1024, 65535 },
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
@@ -63,6 +64,13 @@ static const key_def_t keys[] = {
 	{ "NodeManager", K_STRING, F(nm_path), S(nm_path), 0, 0 },
 	{ "NMLogFile", K_STRING, F(nm_log), S(nm_log), 0, 0 },
 };
+
+/* K_PORTS stores low and high as two adjacent uint16_t. */
+_Static_assert(offsetof(storm_conf_t, port_hi) ==
+	       offsetof(storm_conf_t, port_lo) + sizeof(uint16_t), "Port pair");
+_Static_assert(offsetof(storm_conf_t, bcast_port_hi) ==
+	       offsetof(storm_conf_t, bcast_port_lo) + sizeof(uint16_t),
+	       "BcastPort pair");
 
 static int set_err(char *errbuf, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -87,6 +95,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->policy = STORM_POLICY_GANG;
 	snprintf(conf->provider, sizeof(conf->provider), "tcp;ofi_rxm");
 	conf->port_lo = conf->port_hi = 7100;
+	conf->bcast_port_lo = conf->bcast_port_hi = 7200;
 	conf->ctl_port = 7099;
 	conf->failsafe_us = 1000000;
 	conf->suspect_quanta = 50;
@@ -264,6 +273,8 @@ static int apply_key(storm_conf_t *conf, const key_def_t *k, const char *val,
 		memcpy(dst, val, strlen(val) + 1);
 		return 0;
 	case K_PORTS: {
+		/* a pair of uint16_t, low then high (storm_conf.h) */
+		uint16_t *pair = (uint16_t *) dst;
 		char lo_s[16], *dash;
 		uint64_t lo;
 
@@ -283,8 +294,8 @@ static int apply_key(storm_conf_t *conf, const key_def_t *k, const char *val,
 			return set_err(errbuf, errlen,
 				       "%s: %s=%s is out of range (ports %" PRIu64 "-%" PRIu64 ", low to high)",
 				       loc, k->name, val, k->min, k->max);
-		conf->port_lo = (uint16_t) lo;
-		conf->port_hi = (uint16_t) hi;
+		pair[0] = (uint16_t) lo;
+		pair[1] = (uint16_t) hi;
 		return 0;
 	}
 	}
@@ -381,6 +392,21 @@ static int check_consistency(const storm_conf_t *c, const char *name,
 		return set_err(errbuf, errlen,
 			       "%s: ControllerPort=%u lies inside Port=%u-%u",
 			       name, c->ctl_port, c->port_lo, c->port_hi);
+	if (c->bcast_port_hi - c->bcast_port_lo != c->port_hi - c->port_lo)
+		return set_err(errbuf, errlen,
+			       "%s: BcastPort=%u-%u must span as many ports as Port=%u-%u (one per node manager)",
+			       name, c->bcast_port_lo, c->bcast_port_hi,
+			       c->port_lo, c->port_hi);
+	if (c->bcast_port_lo <= c->port_hi && c->bcast_port_hi >= c->port_lo)
+		return set_err(errbuf, errlen,
+			       "%s: BcastPort=%u-%u overlaps Port=%u-%u",
+			       name, c->bcast_port_lo, c->bcast_port_hi,
+			       c->port_lo, c->port_hi);
+	if (c->ctl_port >= c->bcast_port_lo && c->ctl_port <= c->bcast_port_hi)
+		return set_err(errbuf, errlen,
+			       "%s: ControllerPort=%u lies inside BcastPort=%u-%u",
+			       name, c->ctl_port, c->bcast_port_lo,
+			       c->bcast_port_hi);
 	if (c->bcast_dir[0] != '/')
 		return set_err(errbuf, errlen,
 			       "%s: BcastDir must be an absolute path, not '%s'",
@@ -462,6 +488,14 @@ extern int storm_conf_parse(const char *name, const char *text,
 			if (apply_key(&conf, def, v[i], loc, errbuf, errlen))
 				return -1;
 		}
+	}
+	if (!seen[find_key("BcastPort") - keys]) {
+		if (conf.port_hi + 100 > 65535)
+			return set_err(errbuf, errlen,
+				       "%s: Port=%u-%u leaves no room for the default BcastPort (Port+100): set BcastPort",
+				       name, conf.port_lo, conf.port_hi);
+		conf.bcast_port_lo = conf.port_lo + 100;
+		conf.bcast_port_hi = conf.port_hi + 100;
 	}
 	if (check_consistency(&conf, name, errbuf, errlen))
 		return -1;
@@ -557,14 +591,15 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 
 	n = snprintf(buf, len,
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
-		     "Provider=%s\nPort=%u-%u\nControllerPort=%u\n"
+		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
 		     "FailSafe=%" PRIu64 "us\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastDir=%s\nBcastMaxSize=%" PRIu64 "\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
-		     c->provider, c->port_lo, c->port_hi, c->ctl_port,
+		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
+		     c->bcast_port_hi, c->ctl_port,
 		     c->failsafe_us,
 		     c->suspect_quanta, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no", c->bcast_dir,

@@ -40,6 +40,9 @@ typedef struct {
 	storm_policy_t policy;		/* Policy= default for partitions */
 	char provider[64];		/* Provider= libfabric provider */
 	uint16_t port_lo, port_hi;	/* Port=N or N-M: node manager ports */
+	uint16_t bcast_port_lo, bcast_port_hi; /* BcastPort= the node
+					 * managers' TCP ports for srun's
+					 * broadcast hand-off (default Port+100) */
 	uint32_t ctl_port;		/* ControllerPort= the Machine Manager's
 					 * fabric port on the slurmctld host */
 	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */

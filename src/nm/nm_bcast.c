@@ -1,12 +1,14 @@
 /*
  * nm_bcast.c - the node manager's end of the STORM file broadcast.
  *
- * Protocol in src/common/storm_bcast.h.  In short: srun (a client rank of
- * the fabric) multicasts a manifest (a munge credential), the NM checks it
- * and prepares a hidden temporary file of the final size, srun multicasts
+ * Protocol in src/common/storm_bcast.h.  In short: srun hands the file to
+ * the node manager of the step's first node (the relay, nm_relay.c), which
+ * multicasts a manifest (srun's munge credential); each NM checks it and
+ * prepares a hidden temporary file of the final size, the relay multicasts
  * the file and the NM's destination callback hands libstormmech the
  * mapping of that file, so every chunk is copied once, straight into the
- * node-local tmpfs.  Only a committed transfer whose checksum matches is
+ * node-local tmpfs.  The relay keeps its own copy through the same checks
+ * (nm_bcast_accept / nm_bcast_finish, nm_bcast.h).  Only a committed transfer whose checksum matches is
  * renamed into place; anything else is unlinked.  A file is complete or
  * absent.
  *
@@ -49,6 +51,7 @@
 #include <slurm/slurm_errno.h>
 
 #include "nm.h"
+#include "nm_bcast.h"
 #include "src/common/storm_bcast.h"
 
 #define MAX_XFERS 64
@@ -71,6 +74,7 @@ typedef struct xfer {
 	uint64_t size, hash;
 	int dirfd, fd;
 	bool user_fs;		/* created with the user's fs identity */
+	bool verified;		/* checksum already matched (the relay) */
 	char name[256];
 	char tmp[64];
 	void *map;
@@ -109,6 +113,9 @@ static struct {
 	nm_t *nm;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* Manifests are checked by the worker and by relay threads: one at
+	 * a time (the job cache, the replay cache, the fs identity dance). */
+	pthread_mutex_t check_lock;
 	pthread_t worker;
 	bool worker_started;
 	bool stop;
@@ -121,28 +128,17 @@ static struct {
 	int dirfd;			/* BcastDir */
 	time_t last_sweep;
 } B = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-	.dirfd = -1 };
+	.check_lock = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
 
 static char zero_page[1];
 
-static bool is_client(int root)
+static void set_state(uint64_t key, int st)
 {
-	return root >= STORM_CLIENT_RANK_FIRST && root <= STORM_CLIENT_RANK_LAST;
-}
-
-static int var_of(int root)
-{
-	return STORM_BCAST_VAR_BASE +
-		(root - STORM_CLIENT_RANK_FIRST) % STORM_BCAST_VAR_SLOTS;
-}
-
-static void set_state(int root, uint64_t key, int st)
-{
-	int rc = storm_var_set(B.nm->ctx, var_of(root),
-			       STORM_BCAST_VAL(key, st));
+	int var = storm_bcast_var(key);
+	int rc = storm_var_set(B.nm->ctx, var, STORM_BCAST_VAL(key, st));
 
 	if (rc)
-		nm_error("bcast: cannot set variable %d: %s", var_of(root),
+		nm_error("bcast: cannot set variable %d: %s", var,
 			 storm_strerror(rc));
 }
 
@@ -162,8 +158,6 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 {
 	void *dst = NULL;
 
-	if (!is_client(root))
-		return NULL;	/* not ours: the global region applies */
 	if (offset & STORM_BCAST_MANIFEST) {
 		mbuf_t *m;
 
@@ -181,7 +175,7 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 		return m->data;
 	}
 	if (!(offset & STORM_BCAST_DATA))
-		return NULL;
+		return NULL;	/* not ours: the global region applies */
 	pthread_mutex_lock(&B.lock);
 	xfer_t *x = find_xfer(root, offset & STORM_BCAST_KEY_MASK);
 	if (x && x->state == X_READY && x->size == len) {
@@ -190,7 +184,7 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 	}
 	pthread_mutex_unlock(&B.lock);
 	if (!dst)
-		nm_error("bcast: refusing data from client rank %d (key %" PRIx64
+		nm_error("bcast: refusing data from rank %d (key %" PRIx64
 			 ", %" PRIu64 " bytes): no accepted manifest",
 			 root, offset & STORM_BCAST_KEY_MASK, len);
 	return dst;
@@ -504,7 +498,14 @@ static bool seen_key(int root, uint64_t key)
 	return false;
 }
 
-static int handle_manifest(work_t *w)
+/*
+ * Check a manifest (srun's munge credential) for the transfer (root, key)
+ * and prepare this node's temporary file.  Returns STORM_BCAST_READY with
+ * *out in state `ready_state` (X_READY: the data comes over the fabric;
+ * X_RECEIVING: the relay writes it itself), or the refusal state.
+ */
+static int check_manifest(const char *cred, int root, uint64_t key,
+			  xstate_t ready_state, xfer_t **out)
 {
 	manifest_t m;
 	void *payload = NULL;
@@ -513,9 +514,7 @@ static int handle_manifest(work_t *w)
 	gid_t mgid;
 	bool on_node = false, running = false, user_fs = false;
 	uid_t owner;
-	uint64_t key = w->key & STORM_BCAST_KEY_MASK;
 	munge_err_t e;
-	const char *cred = w->manifest;
 	xfer_t *x = NULL;
 	struct statvfs vfs;
 
@@ -524,23 +523,23 @@ static int handle_manifest(work_t *w)
 	 * clusters): as Slurm's auth/munge does, accept a replay and keep our
 	 * own replay cache of keys instead. */
 	if (e != EMUNGE_SUCCESS && e != EMUNGE_CRED_REPLAYED) {
-		nm_error("bcast: client rank %d: bad credential: %s", w->root,
+		nm_error("bcast: rank %d: bad credential: %s", root,
 			 munge_strerror(e));
 		goto done;
 	}
 	if (!payload || plen <= 0 || ((char *) payload)[plen - 1] != '\0' ||
 	    parse_payload(payload, &m)) {
-		nm_error("bcast: client rank %d: malformed manifest", w->root);
+		nm_error("bcast: rank %d: malformed manifest", root);
 		goto done;
 	}
 	if ((m.key & STORM_BCAST_KEY_MASK) != key) {
-		nm_error("bcast: client rank %d: credential is for another transfer",
-			 w->root);
+		nm_error("bcast: rank %d: credential is for another transfer",
+			 root);
 		goto done;
 	}
-	if (seen_key(w->root, key)) {
-		nm_error("bcast: client rank %d: replayed manifest key %" PRIx64,
-			 w->root, key);
+	if (seen_key(root, key)) {
+		nm_error("bcast: rank %d: replayed manifest key %" PRIx64,
+			 root, key);
 		goto done;
 	}
 	if (m.uid != muid || (m.gid != mgid && muid != 0)) {
@@ -600,7 +599,7 @@ static int handle_manifest(work_t *w)
 	if (x) {
 		memset(x, 0, sizeof(*x));
 		x->state = X_PREPARING;
-		x->root = w->root;
+		x->root = root;
 		x->key = key;
 	}
 	pthread_mutex_unlock(&B.lock);
@@ -656,16 +655,19 @@ static int handle_manifest(work_t *w)
 		}
 	}
 	pthread_mutex_lock(&B.lock);
-	x->state = X_READY;
+	x->state = ready_state;
 	pthread_mutex_unlock(&B.lock);
 	if (user_fs)
 		fs_root();
-	user_fs = false;
-	set_state(w->root, key, STORM_BCAST_READY);
-	nm_info("bcast: job %u.%u: receiving %s (%" PRIu64 " bytes) from client rank %d",
-		m.job, m.step, x->name, m.size, w->root);
+	if (ready_state == X_READY)
+		nm_info("bcast: job %u.%u: receiving %s (%" PRIu64 " bytes) from rank %d",
+			m.job, m.step, x->name, m.size, root);
+	else
+		nm_info("bcast: job %u.%u: receiving %s (%" PRIu64 " bytes) from srun, to relay to the step's nodes",
+			m.job, m.step, x->name, m.size);
 	free(payload);
-	return 0;
+	*out = x;
+	return STORM_BCAST_READY;
 fail:
 	xfer_close(x, true);
 	pthread_mutex_lock(&B.lock);
@@ -677,27 +679,47 @@ done:
 	if (dirfd >= 0)
 		close(dirfd);
 	free(payload);
-	set_state(w->root, key, st);
-	return 0;
+	*out = NULL;
+	return st;
 }
 
-static void handle_end(work_t *w)
+static int accept_manifest(const char *cred, int root, uint64_t key,
+			   xstate_t ready_state, xfer_t **out)
+{
+	int st;
+
+	pthread_mutex_lock(&B.check_lock);
+	st = check_manifest(cred, root, key, ready_state, out);
+	pthread_mutex_unlock(&B.check_lock);
+	return st;
+}
+
+static void handle_manifest(work_t *w)
 {
 	xfer_t *x;
+	uint64_t key = w->key & STORM_BCAST_KEY_MASK;
+
+	set_state(key, accept_manifest(w->manifest, w->root, key, X_READY, &x));
+}
+
+static bool hash_ok(xfer_t *x)
+{
+	if (!x->verified)
+		x->verified = storm_bcast_hash(x->size ? x->map : zero_page,
+					       x->size) == x->hash;
+	return x->verified;
+}
+
+/* Commit (checksum, then rename into place) or abort (unlink) a transfer;
+ * frees its slot.  Returns STORM_BCAST_DONE or why not. */
+static int finish_xfer(xfer_t *x, bool commit)
+{
 	int st = STORM_BCAST_ABORTED;
 
-	pthread_mutex_lock(&B.lock);
-	x = find_xfer(w->root, w->key);
-	pthread_mutex_unlock(&B.lock);
-	if (!x)
-		return;
-	if (w->kind == W_COMMIT) {
-		uint64_t h = storm_bcast_hash(x->size ? x->map : zero_page,
-					      x->size);
-
+	if (commit) {
 		if (x->user_fs)
 			fs_identity(x->uid, x->gid);
-		if (h != x->hash) {
+		if (!hash_ok(x)) {
 			nm_error("bcast: job %u: %s: checksum mismatch, dropped",
 				 x->job, x->name);
 			st = STORM_BCAST_EBADMSG;
@@ -714,15 +736,50 @@ static void handle_end(work_t *w)
 	}
 	if (st != STORM_BCAST_DONE)
 		nm_info("bcast: job %u: %s %s; temporary file removed", x->job,
-			x->name, w->kind == W_ABORT ? "aborted" : "refused");
+			x->name, commit ? "refused" : "aborted");
 	else
 		nm_verbose("bcast: job %u.%u: %s complete (%" PRIu64 " bytes)",
 			   x->job, x->step, x->name, x->size);
 	xfer_close(x, st != STORM_BCAST_DONE);
-	set_state(w->root, w->key, st);
 	pthread_mutex_lock(&B.lock);
 	x->state = X_FREE;
 	pthread_mutex_unlock(&B.lock);
+	return st;
+}
+
+static void handle_end(work_t *w)
+{
+	xfer_t *x;
+
+	pthread_mutex_lock(&B.lock);
+	x = find_xfer(w->root, w->key);
+	pthread_mutex_unlock(&B.lock);
+	if (x)
+		set_state(w->key, finish_xfer(x, w->kind == W_COMMIT));
+}
+
+/* ------------------------------------------------ the relay's own copy */
+extern int nm_bcast_accept(const char *cred, uint64_t key,
+			   nm_bcast_file_t **out)
+{
+	return accept_manifest(cred, B.nm->rank, key & STORM_BCAST_KEY_MASK,
+			       X_RECEIVING, out);
+}
+
+extern void *nm_bcast_file_map(nm_bcast_file_t *x, uint64_t *size)
+{
+	*size = x->size;
+	return x->size ? x->map : zero_page;
+}
+
+extern bool nm_bcast_file_verify(nm_bcast_file_t *x)
+{
+	return hash_ok(x);
+}
+
+extern int nm_bcast_finish(nm_bcast_file_t *x, bool commit)
+{
+	return finish_xfer(x, commit);
 }
 
 /* ----------------------------------------------------------- sweep */
@@ -811,7 +868,9 @@ static void sweep(void)
 		pthread_mutex_unlock(&B.lock);
 		if (busy)
 			continue;
+		pthread_mutex_lock(&B.check_lock);
 		rc = job_check(job, 0, &on_node, &running, &owner);
+		pthread_mutex_unlock(&B.check_lock);
 		if (rc == -ENOENT || (!rc && (!running || !on_node)))
 			remove_job_dir(job, "job no longer runs here");
 	}

@@ -8,9 +8,12 @@
 #include "nm_gang.h"
 
 extern const nm_module_t nm_bcast_module;	/* nm_bcast.c */
+extern const nm_module_t nm_relay_module;	/* nm_relay.c: after bcast,
+						 * so it stops first */
 
 const nm_module_t *const nm_modules[] = {
 	&nm_bcast_module,
+	&nm_relay_module,
 	&nm_gang_module,
 	NULL
 };

@@ -154,10 +154,12 @@ class Cluster:
             os.makedirs(self.node_local(n), exist_ok=True)
             os.makedirs(self.path("spool", n), exist_ok=True)
         if self.port_base is None:
-            self.port_base = pick_port_base(60 + self.nodes, self.dir)
+            # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
+            # +65: the machine manager; +66..: node managers (BcastPort)
+            self.port_base = pick_port_base(66 + self.nodes, self.dir)
         ctld_port = self.port_base
         d_lo, d_hi = self.port_base + 1, self.port_base + self.nodes
-        nm_lo = self.port_base + 50
+        nm_lo = self.port_base + 33
         plugindir = SLURM_PLUGINDIR
         lines = [
             "ClusterName=%s" % self.name,
@@ -223,10 +225,12 @@ class Cluster:
     def base_storm_conf(self):
         """What every test cluster's storm.conf starts with: this cluster's
         ports, its node-local RAM disk and its log directory."""
-        return ("Port=%d-%d\nControllerPort=%d\nBcastDir=%s\nNMLogFile=%s\n" % (
-            self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
-            self.nm_port_lo + self.nodes,
-            self.path("local", "storm"), self.path("log", "storm-nm-%n.log")))
+        return ("Port=%d-%d\nControllerPort=%d\nBcastPort=%d-%d\nBcastDir=%s\n"
+                "NMLogFile=%s\n" % (
+                    self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
+                    self.port_base + 65, self.port_base + 66,
+                    self.port_base + 65 + self.nodes,
+                    self.path("local", "storm"), self.path("log", "storm-nm-%n.log")))
 
     def write_storm_conf(self, text):
         with open(self.path("etc", "storm.conf"), "w") as f:

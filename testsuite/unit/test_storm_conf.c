@@ -106,6 +106,11 @@ static const struct {
 	{ "ControllerPort=80\n", "storm.conf:1", "ControllerPort" },
 	{ "ControllerPort=70000\n", "storm.conf:1", "ControllerPort" },
 	{ "Port=7100-7131 ControllerPort=7110\n", "storm.conf", "ControllerPort" },
+	{ "Port=7100-7131 BcastPort=7300\n", "storm.conf", "BcastPort=7300-7300 must span" },
+	{ "Port=7100-7131 BcastPort=7120-7151\n", "storm.conf", "overlaps Port" },
+	{ "BcastPort=7099\n", "storm.conf", "ControllerPort=7099 lies inside BcastPort" },
+	{ "BcastPort=99999\n", "storm.conf:1", "BcastPort" },
+	{ "Port=65500\n", "storm.conf", "set BcastPort" },
 };
 
 START_TEST(bad_input_names_line_and_key)
@@ -138,6 +143,23 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, NULL), 3);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
+}
+END_TEST
+
+START_TEST(bcast_port_default_and_explicit)
+{
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(conf.bcast_port_lo, 7200);
+	ck_assert_uint_eq(conf.bcast_port_hi, 7200);
+	/* default: the Port range moved up by 100, one port per NM */
+	ck_assert_int_eq(parse("Port=7100-7131\n"), 0);
+	ck_assert_uint_eq(conf.bcast_port_lo, 7200);
+	ck_assert_uint_eq(conf.bcast_port_hi, 7231);
+	ck_assert_int_eq(parse("Port=7100-7103 BcastPort=6000-6003\n"), 0);
+	ck_assert_uint_eq(conf.port_lo, 7100);
+	ck_assert_uint_eq(conf.port_hi, 7103);
+	ck_assert_uint_eq(conf.bcast_port_lo, 6000);
+	ck_assert_uint_eq(conf.bcast_port_hi, 6003);
 }
 END_TEST
 
@@ -194,6 +216,7 @@ START_TEST(format_round_trip_values)
 	ck_assert_int_gt(storm_conf_format(&conf, out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Timeslice=3000us\n"));
 	ck_assert_ptr_nonnull(strstr(out, "ControllerPort=7099\n"));
+	ck_assert_ptr_nonnull(strstr(out, "BcastPort=7200-7200\n"));
 	ck_assert_ptr_nonnull(strstr(out, "PartitionName=q Policy=local MaxMPL=2\n"));
 	ck_assert_int_eq(storm_conf_format(&conf, out, 10), -1);
 }
@@ -212,6 +235,7 @@ int main(void)
 	tcase_add_loop_test(tc, bad_input_names_line_and_key, 0,
 			    sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, gang_keys);
+	tcase_add_test(tc, bcast_port_default_and_explicit);
 	tcase_add_test(tc, load_files);
 	tcase_add_test(tc, conf_path);
 	tcase_add_test(tc, format_round_trip_values);

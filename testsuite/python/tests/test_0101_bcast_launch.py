@@ -258,6 +258,30 @@ def nm_pid(cluster, node):
         return int(f.read().strip())
 
 
+def revive_node(cluster, victim, old_pid):
+    """After its NM was killed: the node gets a new NM from its slurmd
+    (SPANK), which cleans up; the machine manager may have drained the
+    node meanwhile (its NM stopped acknowledging strobes): resume it."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        st = cluster.run(["sinfo", "-h", "-n", victim, "-o", "%T"], check=False).stdout
+        if "idle" in st and "drain" not in st:
+            break
+        if "drain" in st:
+            cluster.run(["scontrol", "update", "nodename=" + victim, "state=resume"],
+                        check=False)
+        time.sleep(0.5)
+    cluster.wait_idle()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if nm_pid(cluster, victim) != old_pid:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+
+
 def test_nm_killed_mid_transfer_fails_cleanly(cluster):
     """Stop one NM once it accepted the transfer (so it never completes),
     then kill it: srun fails naming that node, no task runs anywhere, and
@@ -295,28 +319,8 @@ def test_nm_killed_mid_transfer_fails_cleanly(cluster):
     assert "Step launch aborted" in err
     for n in cluster.node_names():
         assert not os.path.exists(os.path.join(cluster.node_local(n), "ran"))
-    # the node gets a new NM with its slurmd (SPANK), which cleans up; the
-    # machine manager may have drained the node meanwhile (its NM stopped
-    # acknowledging strobes): resume it
     cluster.restart_slurmd(victim, wait=False)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        st = cluster.run(["sinfo", "-h", "-n", victim, "-o", "%T"], check=False).stdout
-        if "idle" in st and "drain" not in st:
-            break
-        if "drain" in st:
-            cluster.run(["scontrol", "update", "nodename=" + victim, "state=resume"],
-                        check=False)
-        time.sleep(0.5)
-    cluster.wait_idle()
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if nm_pid(cluster, victim) != pid:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.2)
+    revive_node(cluster, victim, pid)
     wait_no_files(cluster)
     for n in cluster.node_names():
         sd = os.path.join(cluster.node_local(n), "storm")

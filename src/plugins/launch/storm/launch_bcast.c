@@ -1,34 +1,44 @@
 /*
- * launch_bcast.c - srun's side of the STORM file broadcast, without the
- * fabric: checks the file, and runs the broadcast in a helper process that
- * loads the fabric client module (launch_bcast_client.c).
+ * launch_bcast.c - srun's side of the STORM file broadcast: checks the file,
+ * then hands it over one TCP connection to the node manager of the step's
+ * first node (the relay, storm-nm's BcastPort), which multicasts it to the
+ * step's other nodes over the fabric and answers when every node holds it
+ * (protocol: src/common/storm_bcast.h).
  *
- * Joining the fabric is the slow part of a broadcast on a small host (about
- * 350 ms here: library constructors, provider probing) and the node table
- * is an RPC.  Both start as soon as srun knows it will broadcast (option
- * parsing), so they overlap with the job allocation and step creation; an
- * srun that does not broadcast never loads libfabric at all.
- *
- * Not in a thread: srun's main thread changes its environment (setenv)
- * while it allocates, and both libfabric and Slurm's auth plugin read it
- * (getenv), which crashes.  So a helper process forked at option parsing
- * (srun is still single-threaded then) joins the fabric with its own copy of
- * the environment, waits on a pipe for the step, broadcasts, and reports.
+ * srun itself never loads libfabric: joining the fabric cost an srun about
+ * 400 ms here (library constructors that sleep, provider probing, new
+ * connections), more than the whole transfer.  What srun sends is
+ * authenticated by its munge credential, which names the job, the step,
+ * the user and the file's size and checksum; every node checks it.
  */
 #include "config.h"
-#include <dlfcn.h>
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <munge.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
 #include "launch_bcast.h"
+#include "src/common/storm_bcast.h"
 
 extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 				  char *err, size_t errlen)
@@ -59,83 +69,12 @@ extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 	return 0;
 }
 
-static struct {
-	pid_t pid;
-	int to, from;
-	const storm_conf_t *conf;
-} helper = { -1, -1, -1, NULL };
-
-typedef struct helper_req {
-	uint32_t job, step;
-	int has_dest;
-	char path[4096];
-	char dest_dir[4096];
-	char name[256];
-	char nodelist[8192];
-} helper_req_t;
-
-typedef struct helper_rep {
-	int rc;
-	char remote[4096];
-	char err[4096];
-} helper_rep_t;
-
-/* The client module, from the directory this plugin was loaded from. */
-static struct {
-	void *h;
-	void (*prepare)(const storm_conf_t *conf);
-	int (*run)(const storm_bcast_req_t *req, char **remote, char *err,
-		   size_t errlen);
-	void (*release)(void);
-} cl;
-
-static int load_client(char *err, size_t errlen)
+static double now_ms(void)
 {
-	Dl_info self;
-	char path[4096];
-	const char *slash;
+	struct timespec ts;
 
-	if (cl.h)
-		return 0;
-	if (!dladdr((void *) load_client, &self) || !self.dli_fname ||
-	    !(slash = strrchr(self.dli_fname, '/'))) {
-		snprintf(err, errlen, "cannot locate the launch plugin's directory");
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%.*s/%s", (int) (slash - self.dli_fname),
-		 self.dli_fname, STORM_BCAST_CLIENT_SO);
-	cl.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!cl.h) {
-		snprintf(err, errlen, "cannot load %s: %s", path, dlerror());
-		return -1;
-	}
-	cl.prepare = (void (*)(const storm_conf_t *))
-		dlsym(cl.h, "storm_bcast_client_prepare");
-	cl.run = (int (*)(const storm_bcast_req_t *, char **, char *, size_t))
-		dlsym(cl.h, "storm_bcast_client_run");
-	cl.release = (void (*)(void)) dlsym(cl.h, "storm_bcast_client_release");
-	if (!cl.prepare || !cl.run || !cl.release) {
-		snprintf(err, errlen, "%s: not the STORM broadcast client", path);
-		dlclose(cl.h);
-		memset(&cl, 0, sizeof(cl));
-		return -1;
-	}
-	return 0;
-}
-
-/* In this process: load the module, join, broadcast. */
-static int bcast_local(const storm_bcast_req_t *req, char **remote,
-		       char *err, size_t errlen)
-{
-	if (load_client(err, errlen))
-		return -1;
-	return cl.run(req, remote, err, errlen);
-}
-
-static void release_local(void)
-{
-	if (cl.h)
-		cl.release();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static int io_full(int fd, void *buf, size_t len, bool wr)
@@ -143,140 +82,267 @@ static int io_full(int fd, void *buf, size_t len, bool wr)
 	char *p = buf;
 
 	while (len) {
-		ssize_t n = wr ? write(fd, p, len) : read(fd, p, len);
+		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			if (!n)
+				errno = 0;	/* closed: no system error */
 			return -1;
+		}
 		p += n;
 		len -= (size_t) n;
 	}
 	return 0;
 }
 
-static void helper_main(int in, int out)
+/* The relay: the step's first node, its address and its index in the
+ * node table (the node managers' ranks; BcastPort counts from it). */
+static int find_relay(const char *nodelist, char *name, size_t namelen,
+		      char *addr, size_t addrlen, int *index, int *nnodes,
+		      char *err, size_t errlen)
 {
-	static helper_req_t rq;
-	static helper_rep_t rep;
-	storm_bcast_req_t req = { .conf = helper.conf };
-	char *remote = NULL;
+	node_info_msg_t *msg = NULL;
+	hostlist_t hl = slurm_hostlist_create(nodelist);
+	char *first = hl ? slurm_hostlist_shift(hl) : NULL;
+	int rc = -1;
 
-	/* a failure to load is reported with the request's answer */
-	if (!load_client(rep.err, sizeof(rep.err)))
-		cl.prepare(helper.conf);
-	if (io_full(in, &rq, sizeof(rq), false))
-		return;		/* srun went away before the step existed */
-	rq.path[sizeof(rq.path) - 1] = rq.dest_dir[sizeof(rq.dest_dir) - 1] = '\0';
-	rq.name[sizeof(rq.name) - 1] = rq.nodelist[sizeof(rq.nodelist) - 1] = '\0';
-	req.path = rq.path;
-	req.dest_dir = rq.has_dest ? rq.dest_dir : NULL;
-	req.dest_name = rq.name;
-	req.job = rq.job;
-	req.step = rq.step;
-	req.nodelist = rq.nodelist;
-	rep.rc = bcast_local(&req, &remote, rep.err, sizeof(rep.err));
-	if (remote)
-		snprintf(rep.remote, sizeof(rep.remote), "%s", remote);
-	free(remote);
-	(void) io_full(out, &rep, sizeof(rep), true);
+	if (!first) {
+		snprintf(err, errlen, "bad node list '%s'", nodelist);
+		goto done;
+	}
+	*nnodes = slurm_hostlist_count(hl) + 1;
+	snprintf(name, namelen, "%s", first);
+	if (slurm_load_node((time_t) 0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+		snprintf(err, errlen, "cannot load the node table: %s",
+			 slurm_strerror(slurm_get_errno()));
+		goto done;
+	}
+	for (uint32_t i = 0; i < msg->record_count; i++) {
+		node_info_t *n = &msg->node_array[i];
+
+		if (!n->name || strcmp(n->name, first))
+			continue;
+		snprintf(addr, addrlen, "%s", n->node_addr ? n->node_addr : n->name);
+		*index = (int) i;
+		rc = 0;
+		break;
+	}
+	if (rc)
+		snprintf(err, errlen, "node %s is not in the node table", first);
+done:
+	if (msg)
+		slurm_free_node_info_msg(msg);
+	free(first);
+	if (hl)
+		slurm_hostlist_destroy(hl);
+	return rc;
 }
 
-extern void storm_bcast_prepare(const storm_conf_t *conf)
+/* A TCP connection to addr:port within timeout_ms; fd or -errno. */
+static int connect_to(const char *addr, int port, int timeout_ms)
 {
-	int a[2], b[2];
-	pid_t pid;
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	char ps[16];
+	int fd, rc, one = 1, e = 0;
+	socklen_t el = sizeof(e);
+	struct pollfd p;
 
-	if (helper.pid > 0)
-		return;
-	helper.conf = conf;
-	if (getenv("SLURM_STORM_BCAST_NOFORK"))
-		return;		/* debugging: all in srun, at step launch */
-	if (pipe2(a, O_CLOEXEC))
-		return;
-	if (pipe2(b, O_CLOEXEC)) {
-		close(a[0]);
-		close(a[1]);
-		return;
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(addr, ps, &hints, &ai) || !ai)
+		return -EHOSTUNREACH;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		return rc;
 	}
-	pid = fork();
-	if (pid == 0) {
-		close(a[1]);
-		close(b[0]);
-		helper_main(a[0], b[1]);
-		release_local();
-		_exit(0);
+	rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (rc && errno != EINPROGRESS) {
+		rc = -errno;
+		goto fail;
 	}
-	close(a[0]);
-	close(b[1]);
-	if (pid < 0) {
-		close(a[1]);
-		close(b[0]);
-		return;		/* storm_bcast_run() does it in-process */
+	if (rc) {
+		p.fd = fd;
+		p.events = POLLOUT;
+		rc = poll(&p, 1, timeout_ms);
+		if (rc <= 0) {
+			rc = rc ? -errno : -ETIMEDOUT;
+			goto fail;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) || e) {
+			rc = -(e ? e : errno);
+			goto fail;
+		}
 	}
-	helper.pid = pid;
-	helper.to = a[1];
-	helper.from = b[0];
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+		goto fail_errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+fail_errno:
+	rc = -errno;
+fail:
+	close(fd);
+	return rc;
 }
 
-static void helper_reap(void)
+static void set_timeout(int fd, int opt, uint64_t ms)
 {
-	if (helper.to >= 0)
-		close(helper.to);
-	if (helper.from >= 0)
-		close(helper.from);
-	helper.to = helper.from = -1;
-	if (helper.pid > 0)
-		while (waitpid(helper.pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	helper.pid = -1;
-}
+	struct timeval tv = { .tv_sec = (time_t) (ms / 1000),
+			      .tv_usec = (suseconds_t) (ms % 1000) * 1000 };
 
-extern void storm_bcast_cleanup(void)
-{
-	helper_reap();
-	release_local();
+	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }
 
 extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			   char *err, size_t errlen)
 {
-	static helper_req_t rq;
-	static helper_rep_t rep;
+	const storm_conf_t *conf = req->conf;
+	storm_relay_req_t rq = { 0 };
+	storm_relay_rep_t rep;
+	char relay[64], addr[64], payload[2048], rmsg[STORM_RELAY_MAX_MSG + 1];
+	char *cred = NULL;
+	void *map = NULL;
+	uint64_t size = 0, key = 0, hash;
+	struct stat st;
+	int fd = -1, sock = -1, rc = -1, index = 0, nnodes = 0, port;
+	uint64_t timeout_ms = conf->timeout_us / 1000;
+	double t0 = now_ms(), t_conn, t_sent;
+	munge_err_t me;
+	off_t off = 0;
 
 	*remote = NULL;
-	if (helper.pid <= 0)
-		return bcast_local(req, remote, err, errlen);
-	memset(&rq, 0, sizeof(rq));
-	rq.job = req->job;
-	rq.step = req->step;
-	rq.has_dest = req->dest_dir != NULL;
-	if (snprintf(rq.path, sizeof(rq.path), "%s", req->path) >= (int) sizeof(rq.path) ||
-	    snprintf(rq.dest_dir, sizeof(rq.dest_dir), "%s",
-		     req->dest_dir ? req->dest_dir : "") >= (int) sizeof(rq.dest_dir) ||
-	    snprintf(rq.name, sizeof(rq.name), "%s", req->dest_name) >= (int) sizeof(rq.name) ||
-	    snprintf(rq.nodelist, sizeof(rq.nodelist), "%s", req->nodelist) >=
-	    (int) sizeof(rq.nodelist)) {
-		snprintf(err, errlen, "path or node list too long");
-		helper_reap();
-		return -1;
+	err[0] = '\0';
+	fd = open(req->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(err, errlen, "%s: %s", req->path, strerror(errno));
+		goto done;
 	}
-	if (io_full(helper.to, &rq, sizeof(rq), true) ||
-	    io_full(helper.from, &rep, sizeof(rep), false)) {
-		snprintf(err, errlen, "the broadcast helper process died");
-		helper_reap();
-		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", req->path);
+		goto done;
 	}
-	helper_reap();
-	rep.err[sizeof(rep.err) - 1] = rep.remote[sizeof(rep.remote) - 1] = '\0';
-	if (rep.rc) {
-		snprintf(err, errlen, "%s", rep.err);
-		return -1;
+	size = (uint64_t) st.st_size;
+	if (size > conf->bcast_max_bytes) {
+		snprintf(err, errlen, "%s: File too large (%" PRIu64
+			 " bytes, BcastMaxSize=%" PRIu64 ")", req->path, size,
+			 conf->bcast_max_bytes);
+		goto done;
 	}
-	*remote = strdup(rep.remote);
-	if (!*remote) {
+	if (size) {
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (map == MAP_FAILED) {
+			map = NULL;
+			snprintf(err, errlen, "mmap %s: %s", req->path,
+				 strerror(errno));
+			goto done;
+		}
+	}
+	hash = storm_bcast_hash(size ? map : "", size);
+	if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+		key = ((uint64_t) getpid() << 24) ^ (uint64_t) (t0 * 1000);
+	key &= STORM_BCAST_KEY_MASK;
+	if (!key)
+		key = 1;
+	if (find_relay(req->nodelist, relay, sizeof(relay), addr, sizeof(addr),
+		       &index, &nnodes, err, errlen))
+		goto done;
+	port = conf->bcast_port_hi > conf->bcast_port_lo ?
+	       conf->bcast_port_lo + index : conf->bcast_port_lo;
+
+	/* the manifest: a munge credential every node verifies */
+	snprintf(payload, sizeof(payload),
+		 "storm-bcast-1 job=%u step=%u uid=%u gid=%u key=%" PRIx64
+		 " size=%" PRIu64 " mode=%o hash=%" PRIx64 " dir=%s name=%s",
+		 req->job, req->step, (unsigned) getuid(), (unsigned) getgid(),
+		 key, size, (unsigned) (st.st_mode & 07777), hash,
+		 req->dest_dir ? req->dest_dir : "-", req->dest_name);
+	me = munge_encode(&cred, NULL, payload, (int) strlen(payload) + 1);
+	if (me != EMUNGE_SUCCESS) {
+		snprintf(err, errlen, "cannot create a munge credential: %s",
+			 munge_strerror(me));
+		goto done;
+	}
+
+	sock = connect_to(addr, port, (int) timeout_ms);
+	if (sock < 0) {
+		snprintf(err, errlen, "cannot reach the node manager of %s (the step's first node) at %s:%d: %s",
+			 relay, addr, port, strerror(-sock));
+		goto done;
+	}
+	t_conn = now_ms();
+	/* The relay bounds each of its own waits by Timeout (the manifest,
+	 * two confirmations, the data once it stops flowing); add the time to
+	 * move the data at a pessimistic 10 MB/s. */
+	set_timeout(sock, SO_SNDTIMEO, timeout_ms);
+	set_timeout(sock, SO_RCVTIMEO, 4 * timeout_ms + 2000 + size / 10000);
+	rq.magic = htonl(STORM_RELAY_MAGIC);
+	rq.cred_len = htonl((uint32_t) strlen(cred));
+	rq.nodes_len = htonl((uint32_t) strlen(req->nodelist));
+	rq.key = htobe64(key);
+	rq.size = htobe64(size);
+	if (io_full(sock, &rq, sizeof(rq), true) ||
+	    io_full(sock, cred, strlen(cred), true) ||
+	    io_full(sock, (void *) req->nodelist, strlen(req->nodelist), true))
+		goto lost;
+	while ((uint64_t) off < size) {
+		ssize_t n = sendfile(sock, fd, &off, size - (uint64_t) off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;	/* the relay may have said why: read on */
+	}
+	t_sent = now_ms();
+	if (io_full(sock, &rep, sizeof(rep), false) ||
+	    ntohl(rep.magic) != STORM_RELAY_REP_MAGIC ||
+	    ntohl(rep.msg_len) > STORM_RELAY_MAX_MSG)
+		goto lost;
+	rep.msg_len = ntohl(rep.msg_len);
+	if (io_full(sock, rmsg, rep.msg_len, false))
+		goto lost;
+	rmsg[rep.msg_len] = '\0';
+	if (ntohl(rep.status)) {
+		snprintf(err, errlen, "%s", rmsg);
+		goto done;
+	}
+	if ((uint64_t) off < size) {
+		errno = 0;
+		goto lost;	/* "done" for a file it did not get: not a relay */
+	}
+
+	if (req->dest_dir)
+		rc = asprintf(remote, "%s/%s", req->dest_dir, req->dest_name);
+	else
+		rc = asprintf(remote, "%s/job_%u/%s", conf->bcast_dir, req->job,
+			      req->dest_name);
+	if (rc < 0) {
+		*remote = NULL;
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		rc = -1;
+		goto done;
 	}
-	return 0;
+	rc = 0;
+	if (getenv("SLURM_STORM_BCAST_TIMING"))
+		fprintf(stderr, "storm-bcast: file=%s bytes=%" PRIu64 " nodes=%d "
+			"setup_ms=%.3f send_ms=%.3f %s transfer_ms=%.3f\n",
+			req->path, size, nnodes, t_conn - t0, t_sent - t_conn,
+			rmsg, now_ms() - t0);
+	goto done;
+lost:
+	snprintf(err, errlen, "the node manager of %s (the step's first node, %s:%d) stopped answering: %s",
+		 relay, addr, port, errno ? strerror(errno) : "connection closed");
+done:
+	if (sock >= 0)
+		close(sock);
+	free(cred);
+	if (map)
+		munmap(map, size);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }

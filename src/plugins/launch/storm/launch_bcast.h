@@ -28,20 +28,8 @@ typedef struct storm_bcast_req {
 extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			   char *err, size_t errlen);
 
-/* Start joining the fabric in the background (idempotent). */
-extern void storm_bcast_prepare(const storm_conf_t *conf);
-/* Join and release what prepare made and run did not use. */
-extern void storm_bcast_cleanup(void);
-
 /* Check a local file for broadcast (regular, readable, size limit).
  * Returns 0 or -1 with err filled like srun's own messages. */
-/* The fabric client module (launch_bcast_client.c), loaded on demand. */
-#define STORM_BCAST_CLIENT_SO "storm_bcast_client.so"
-extern void storm_bcast_client_prepare(const storm_conf_t *conf);
-extern int storm_bcast_client_run(const storm_bcast_req_t *req, char **remote,
-				  char *err, size_t errlen);
-extern void storm_bcast_client_release(void);
-
 extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 				  char *err, size_t errlen);
 

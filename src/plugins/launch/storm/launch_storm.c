@@ -140,8 +140,6 @@ static void bcast_check_exec(int command_pos, slurm_opt_t *opt_local)
 	}
 	xfree(sropt->argv[command_pos]);
 	sropt->argv[command_pos] = full;
-	/* join the fabric while srun allocates and creates the step */
-	storm_bcast_prepare(&bc.conf);
 }
 
 /* A plain file name for the copy on the nodes. */
@@ -245,7 +243,6 @@ extern int init(void)
 
 extern int fini(void)
 {
-	storm_bcast_cleanup();
 	xfree(bc.dest);
 	storm_wrap_close(&base_lib, true);
 	return SLURM_SUCCESS;

@@ -1,0 +1,30 @@
+/*
+ * nm_bcast.h - the node's own copy of a broadcast file, for the relay
+ * (nm_relay.c): the same checks, temporary file and commit as a copy that
+ * arrives over the fabric (nm_bcast.c).
+ */
+#ifndef STORM_NM_BCAST_H
+#define STORM_NM_BCAST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct xfer nm_bcast_file_t;
+
+/*
+ * Check srun's manifest credential (munge: uid, job owner, this node in
+ * the job, sizes) and prepare the hidden temporary file.  Returns
+ * STORM_BCAST_READY with *out set, or the refusal state
+ * (storm_bcast.h) with *out NULL.
+ */
+extern int nm_bcast_accept(const char *cred, uint64_t key,
+			   nm_bcast_file_t **out);
+/* Where the data goes: the mapping of the temporary file. */
+extern void *nm_bcast_file_map(nm_bcast_file_t *f, uint64_t *size);
+/* Does the data match the credential's checksum (computed once)? */
+extern bool nm_bcast_file_verify(nm_bcast_file_t *f);
+/* Rename into place (commit) or unlink; frees f.  Returns
+ * STORM_BCAST_DONE or why not. */
+extern int nm_bcast_finish(nm_bcast_file_t *f, bool commit);
+
+#endif /* STORM_NM_BCAST_H */

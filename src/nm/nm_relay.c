@@ -1,0 +1,615 @@
+/*
+ * nm_relay.c - the node manager's door for srun's broadcasts: a TCP port
+ * (storm.conf BcastPort) where srun hands over a file for the nodes of a
+ * step, and this node manager, as the step's first node, multicasts it to
+ * the others over the fabric (protocol: src/common/storm_bcast.h).
+ *
+ * Why a relay: srun joining the fabric itself costs it about 400 ms on
+ * this kind of host before the first byte moves (loading libfabric runs
+ * the constructors of libpsm2 and libinfinipath, which sleep; the first
+ * fi_getinfo() probes verbs through /proc/kallsyms), and a new endpoint
+ * then pays for its connections.  The node managers are on the fabric
+ * all along, connected to each other after the first broadcast.
+ *
+ * Trust: the relay checks srun's munge credential exactly as every other
+ * node does (nm_bcast_accept), forwards that same credential, and each
+ * node checks it again for itself; the checksum bound into the credential
+ * is verified before the relay multicasts a byte and again on every node.
+ *
+ * Threads: one acceptor; one thread per connection (at most
+ * RELAY_MAX_CONN), each bounded by the configured Timeout on every socket
+ * and fabric wait.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "nm.h"
+#include "nm_bcast.h"
+#include "src/common/storm_bcast.h"
+
+#define RELAY_MAX_CONN 16
+
+static struct {
+	nm_t *nm;
+	int lfd;
+	int port;
+	pthread_t acceptor;
+	bool acceptor_started;
+	volatile bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int conn[RELAY_MAX_CONN];	/* open connections (-1: free) */
+	int nconn;
+} R = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER };
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *node_name(int rank)
+{
+	return rank >= 0 && rank < R.nm->nnodes ? R.nm->nodes[rank].name : "?";
+}
+
+/* Names of the ranks of a set, "node1,node5" (truncated politely). */
+static void set_names(const storm_set_t *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (int r = storm_set_next(s, 0); r >= 0; r = storm_set_next(s, r + 1)) {
+		int k = snprintf(out + o, len - o, "%s%s", o ? "," : "",
+				 node_name(r));
+
+		if (k < 0 || (size_t) k >= len - o) {
+			if (len > 4)
+				strcpy(out + len - 4, "...");
+			return;
+		}
+		o += k;
+	}
+}
+
+/* ------------------------------------------------------------ fabric */
+/* Which state does node `rank` report for this transfer (0: none yet,
+ * -1: no answer)? */
+static int node_state(int rank, int var, uint64_t key)
+{
+	static const int states[] = {
+		STORM_BCAST_READY, STORM_BCAST_DONE, STORM_BCAST_EPERM,
+		STORM_BCAST_ENOSPC, STORM_BCAST_EFBIG, STORM_BCAST_EIO,
+		STORM_BCAST_EBADMSG, STORM_BCAST_ABORTED,
+	};
+	storm_set_t one, unr;
+
+	storm_set_clear(&one);
+	storm_set_add(&one, rank);
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		int r = storm_caw(R.nm->ctx, &one, var, STORM_EQ,
+				  STORM_BCAST_VAL(key, states[i]), -1, 0, &unr);
+
+		if (r == 1)
+			return states[i];
+		if (r < 0 || storm_set_count(&unr))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
+ * that refused is reported at once with its reason; one that does not
+ * answer, when the fabric says so; one that never gets there, at timeout.
+ */
+static int wait_state(const storm_set_t *set, uint64_t key, int want,
+		      char *err, size_t errlen)
+{
+	int var = storm_bcast_var(key);
+	int timeout_ms = (int) (R.nm->conf.timeout_us / 1000);
+	double deadline = now_ms() + timeout_ms;
+	storm_set_t unr, pending, dead;
+	char names[1024];
+
+	for (int round = 0;; round++) {
+		int r = storm_caw(R.nm->ctx, set, var, STORM_EQ,
+				  STORM_BCAST_VAL(key, want), -1, 0, &unr);
+		size_t o = 0;
+		bool refused = false;
+
+		if (r == 1)
+			return 0;
+		if (r < 0) {
+			snprintf(err, errlen, "COMPARE-AND-WRITE failed: %s",
+				 storm_strerror(r));
+			return -1;
+		}
+		if (storm_set_count(&unr)) {
+			/* the tree reports the subtree it could not reach: ask
+			 * each node alone to name the ones really gone */
+			storm_set_clear(&dead);
+			for (int n = storm_set_next(set, 0); n >= 0;
+			     n = storm_set_next(set, n + 1))
+				if (node_state(n, var, key) < 0)
+					storm_set_add(&dead, n);
+			set_names(storm_set_count(&dead) ? &dead : &unr, names,
+				  sizeof(names));
+			snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
+				 names);
+			return -1;
+		}
+		/* Usually a node is just not there yet (the commit travels
+		 * down the tree while this runs from the serializer): retry a
+		 * few times before asking each node what it says. */
+		if (round % 8 != 7 && now_ms() < deadline) {
+			usleep(round < 8 ? 200 : 2000);
+			continue;
+		}
+		storm_set_clear(&pending);
+		err[0] = '\0';
+		for (int n = storm_set_next(set, 0); n >= 0;
+		     n = storm_set_next(set, n + 1)) {
+			int st = node_state(n, var, key);
+
+			if (st == want)
+				continue;
+			if (st < 0) {
+				snprintf(err, errlen, "node %s did not answer (node manager down or unreachable)",
+					 node_name(n));
+				return -1;
+			}
+			if (st >= STORM_BCAST_EPERM) {
+				int k = snprintf(err + o, errlen - o, "%snode %s: %s",
+						 o ? "; " : "", node_name(n),
+						 storm_bcast_state_str(st));
+				if (k > 0 && (size_t) k < errlen - o)
+					o += k;
+				refused = true;
+			} else {
+				storm_set_add(&pending, n);
+			}
+		}
+		if (refused)
+			return -1;
+		if (!storm_set_count(&pending))
+			continue;	/* everyone got there meanwhile */
+		if (now_ms() > deadline) {
+			set_names(&pending, names, sizeof(names));
+			snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
+				 names, timeout_ms);
+			return -1;
+		}
+		usleep(2000);
+	}
+}
+
+/* Steps 1-4 of storm_bcast.h: the step's other nodes get the file. */
+static int multicast(const storm_set_t *set, const char *cred, uint64_t key,
+		     const void *data, uint64_t size, double *t, char *err,
+		     size_t errlen)
+{
+	storm_set_t failed;
+	char names[1024];
+	int mrc;
+
+	mrc = storm_xfer_sync(R.nm->ctx, set, cred, strlen(cred),
+			      STORM_BCAST_MANIFEST | key, STORM_NO_EVENT,
+			      &failed);
+	if (mrc) {
+		set_names(&failed, names, sizeof(names));
+		snprintf(err, errlen, "node(s) %s did not receive the broadcast request: %s",
+			 storm_set_count(&failed) ? names : "?",
+			 storm_strerror(mrc));
+		return -1;
+	}
+	if (wait_state(set, key, STORM_BCAST_READY, err, errlen))
+		return -1;
+	t[0] = now_ms();
+	mrc = storm_xfer_sync(R.nm->ctx, set, data, size,
+			      STORM_BCAST_DATA | key, STORM_NO_EVENT, &failed);
+	t[1] = now_ms();
+	if (mrc) {
+		set_names(&failed, names, sizeof(names));
+		snprintf(err, errlen, "transfer failed on node(s) %s: %s; no node keeps the file",
+			 storm_set_count(&failed) ? names : "?",
+			 storm_strerror(mrc));
+		return -1;
+	}
+	return wait_state(set, key, STORM_BCAST_DONE, err, errlen);
+}
+
+/* -------------------------------------------------------------- srun */
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t) n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t) n;
+	}
+	return 0;
+}
+
+/* The step's nodes as ranks; this node must be one of them. */
+static int parse_nodes(const char *list, storm_set_t *set, char *err,
+		       size_t errlen)
+{
+	hostlist_t hl = slurm_hostlist_create(list);
+	char *host;
+	int rc = 0;
+
+	storm_set_clear(set);
+	if (!hl) {
+		snprintf(err, errlen, "bad node list '%.200s'", list);
+		return -1;
+	}
+	while (!rc && (host = slurm_hostlist_shift(hl))) {
+		int i;
+
+		for (i = 0; i < R.nm->nnodes; i++)
+			if (!strcmp(R.nm->nodes[i].name, host))
+				break;
+		if (i == R.nm->nnodes) {
+			snprintf(err, errlen, "node %s is not in the node table",
+				 host);
+			rc = -1;
+		} else {
+			storm_set_add(set, i);
+		}
+		free(host);
+	}
+	slurm_hostlist_destroy(hl);
+	if (!rc && !storm_set_has(set, R.nm->rank)) {
+		snprintf(err, errlen, "this node (%s) is not one of the step's nodes %.200s",
+			 R.nm->node, list);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Read and drop up to len bytes (bounded by the socket's timeout). */
+static void drain(int fd, uint64_t len)
+{
+	static char sink[65536];
+
+	while (len) {
+		ssize_t n = read(fd, sink, len < sizeof(sink) ? len : sizeof(sink));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		len -= (uint64_t) n;
+	}
+}
+
+/*
+ * One request from srun; fills msg with the answer's text.  Returns 0 when
+ * every node of the step holds the file.  *unread: file bytes srun has yet
+ * to send when it fails early, so that they can be read off before the
+ * answer (srun reads it only once the file is out).
+ */
+static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
+{
+	storm_relay_req_t rq;
+	nm_bcast_file_t *f = NULL;
+	storm_set_t set;
+	char *cred = NULL, *nodes = NULL, err[2048];
+	uint64_t key, size = 0;
+	void *map;
+	double t0 = now_ms(), t_recv, t_mc[2] = { 0, 0 }, t_end;
+	int st, rc = -1, rrc;
+
+	err[0] = '\0';
+	if ((rrc = read_full(fd, &rq, sizeof(rq)))) {
+		snprintf(err, sizeof(err), "no request: %s", strerror(-rrc));
+		goto done;
+	}
+	rq.magic = ntohl(rq.magic);
+	rq.cred_len = ntohl(rq.cred_len);
+	rq.nodes_len = ntohl(rq.nodes_len);
+	key = be64toh(rq.key) & STORM_BCAST_KEY_MASK;
+	rq.size = be64toh(rq.size);
+	if (rq.magic == STORM_RELAY_MAGIC && rq.size <= R.nm->conf.bcast_max_bytes)
+		*unread = rq.size;
+	if (rq.magic != STORM_RELAY_MAGIC || !rq.cred_len ||
+	    rq.cred_len > STORM_BCAST_MAX_MANIFEST || !rq.nodes_len ||
+	    rq.nodes_len > STORM_RELAY_MAX_NODELIST || !key) {
+		snprintf(err, sizeof(err), "malformed request (not a STORM broadcast, or sizes out of range)");
+		goto done;
+	}
+	if (rq.size > R.nm->conf.bcast_max_bytes) {
+		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+			 storm_bcast_state_str(STORM_BCAST_EFBIG));
+		goto done;
+	}
+	cred = calloc(1, rq.cred_len + 1);
+	nodes = calloc(1, rq.nodes_len + 1);
+	if (!cred || !nodes) {
+		snprintf(err, sizeof(err), "node %s: out of memory", R.nm->node);
+		goto done;
+	}
+	if (read_full(fd, cred, rq.cred_len) ||
+	    read_full(fd, nodes, rq.nodes_len)) {
+		snprintf(err, sizeof(err), "request cut short");
+		goto done;
+	}
+	if (strlen(cred) != rq.cred_len || strlen(nodes) != rq.nodes_len) {
+		snprintf(err, sizeof(err), "malformed request (NUL in the credential or node list)");
+		goto done;
+	}
+	if (parse_nodes(nodes, &set, err, sizeof(err)))
+		goto done;
+	st = nm_bcast_accept(cred, key, &f);
+	if (st != STORM_BCAST_READY) {
+		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+			 storm_bcast_state_str(st));
+		goto done;
+	}
+	map = nm_bcast_file_map(f, &size);
+	if (size != rq.size) {
+		snprintf(err, sizeof(err), "malformed request (%" PRIu64 " bytes announced, the credential says %" PRIu64 ")",
+			 rq.size, size);
+		goto done;
+	}
+	if (size && (rrc = read_full(fd, map, size))) {
+		snprintf(err, sizeof(err), "srun stopped sending the file: %s",
+			 strerror(-rrc));
+		*unread = 0;
+		goto done;
+	}
+	*unread = 0;
+	t_recv = now_ms();
+	if (!nm_bcast_file_verify(f)) {
+		snprintf(err, sizeof(err), "node %s: %s (the file changed while srun sent it?)",
+			 R.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
+		goto done;
+	}
+	storm_set_remove(&set, R.nm->rank);
+	if (storm_set_count(&set) &&
+	    multicast(&set, cred, key, map, size, t_mc, err, sizeof(err)))
+		goto done;
+	st = nm_bcast_finish(f, true);
+	f = NULL;
+	if (st != STORM_BCAST_DONE) {
+		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+			 storm_bcast_state_str(st));
+		goto done;
+	}
+	t_end = now_ms();
+	if (!t_mc[0])
+		t_mc[0] = t_mc[1] = t_recv;
+	snprintf(msg, msglen, "relay=%s recv_ms=%.3f manifest_ms=%.3f data_ms=%.3f confirm_ms=%.3f",
+		 R.nm->node, t_recv - t0, t_mc[0] - t_recv, t_mc[1] - t_mc[0],
+		 t_end - t_mc[1]);
+	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
+	rc = 0;
+done:
+	if (f)
+		nm_bcast_finish(f, false);
+	if (rc) {
+		snprintf(msg, msglen, "%s", err);
+		nm_error("relay: broadcast%s%s failed: %s", nodes ? " to " : "",
+			 nodes ? nodes : "", err);
+	}
+	free(cred);
+	free(nodes);
+	return rc;
+}
+
+static void conn_release(int fd)
+{
+	pthread_mutex_lock(&R.lock);
+	for (int i = 0; i < RELAY_MAX_CONN; i++)
+		if (R.conn[i] == fd) {
+			R.conn[i] = -1;
+			R.nconn--;
+		}
+	pthread_cond_broadcast(&R.cond);
+	pthread_mutex_unlock(&R.lock);
+	close(fd);
+}
+
+static void reply(int fd, int status, const char *msg)
+{
+	storm_relay_rep_t rep = { 0 };
+	size_t len = strlen(msg);
+
+	if (len > STORM_RELAY_MAX_MSG)
+		len = STORM_RELAY_MAX_MSG;
+	rep.magic = htonl(STORM_RELAY_REP_MAGIC);
+	rep.status = htonl((uint32_t) status);
+	rep.msg_len = htonl((uint32_t) len);
+	if (write_full(fd, &rep, sizeof(rep)) || write_full(fd, msg, len))
+		nm_verbose("relay: srun went away before the answer");
+}
+
+static void *conn_main(void *arg)
+{
+	int fd = (int) (intptr_t) arg;
+	char msg[STORM_RELAY_MAX_MSG];
+	uint64_t unread = 0;
+	int status = serve(fd, msg, sizeof(msg), &unread) ? 1 : 0;
+
+	drain(fd, unread);
+	reply(fd, status, msg);
+	/* Close only once the peer has read the answer and closed its side:
+	 * closing with unread bytes would reset the connection and lose it. */
+	shutdown(fd, SHUT_WR);
+	drain(fd, 1 << 20);
+	conn_release(fd);
+	return NULL;
+}
+
+static void set_timeouts(int fd)
+{
+	uint64_t us = R.nm->conf.timeout_us;
+	struct timeval tv = { .tv_sec = (time_t) (us / 1000000),
+			      .tv_usec = (suseconds_t) (us % 1000000) };
+	int one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void *acceptor(void *arg)
+{
+	struct pollfd p = { .fd = R.lfd, .events = POLLIN };
+
+	while (!R.stop) {
+		pthread_t th;
+		pthread_attr_t at;
+		int fd, slot = -1;
+
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		fd = accept4(R.lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		set_timeouts(fd);
+		pthread_mutex_lock(&R.lock);
+		for (int i = 0; i < RELAY_MAX_CONN && slot < 0; i++)
+			if (R.conn[i] < 0)
+				slot = i;
+		if (slot >= 0) {
+			R.conn[slot] = fd;
+			R.nconn++;
+		}
+		pthread_mutex_unlock(&R.lock);
+		if (slot < 0) {
+			reply(fd, 1, "node manager busy: too many broadcasts at once, try again");
+			close(fd);
+			continue;
+		}
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &at, conn_main, (void *) (intptr_t) fd)) {
+			reply(fd, 1, "node manager cannot start a thread");
+			conn_release(fd);
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ module */
+static int relay_init(nm_t *nm)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	const char *addr = nm->nodes[nm->rank].addr;
+	char port[16];
+	int one = 1, rc;
+
+	R.nm = nm;
+	R.stop = false;
+	for (int i = 0; i < RELAY_MAX_CONN; i++)
+		R.conn[i] = -1;
+	R.port = nm->conf.bcast_port_hi > nm->conf.bcast_port_lo ?
+		 nm->conf.bcast_port_lo + nm->rank : nm->conf.bcast_port_lo;
+	snprintf(port, sizeof(port), "%d", R.port);
+	if ((rc = getaddrinfo(addr, port, &hints, &ai)) || !ai) {
+		nm_error("relay: cannot resolve %s: %s", addr, gai_strerror(rc));
+		return -EINVAL;
+	}
+	R.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (R.lfd < 0 ||
+	    setsockopt(R.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(R.lfd, ai->ai_addr, ai->ai_addrlen) || listen(R.lfd, 64)) {
+		rc = -errno;
+		nm_error("relay: cannot listen on %s:%d (BcastPort): %s", addr,
+			 R.port, strerror(-rc));
+		freeaddrinfo(ai);
+		if (R.lfd >= 0)
+			close(R.lfd);
+		R.lfd = -1;
+		return rc;
+	}
+	freeaddrinfo(ai);
+	if ((rc = pthread_create(&R.acceptor, NULL, acceptor, NULL))) {
+		close(R.lfd);
+		R.lfd = -1;
+		return -rc;
+	}
+	R.acceptor_started = true;
+	nm_info("relay: srun hands broadcasts to %s:%d (BcastPort)", addr,
+		R.port);
+	return 0;
+}
+
+static void relay_fini(nm_t *nm)
+{
+	struct timespec ts;
+
+	R.stop = true;
+	if (R.acceptor_started)
+		pthread_join(R.acceptor, NULL);
+	R.acceptor_started = false;
+	if (R.lfd >= 0)
+		close(R.lfd);
+	R.lfd = -1;
+	/* Connections end on their own within Timeout; cut their sockets so
+	 * that a transfer from srun stops now (its file is unlinked). */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2 * (time_t) (nm->conf.timeout_us / 1000000) + 5;
+	pthread_mutex_lock(&R.lock);
+	for (int i = 0; i < RELAY_MAX_CONN; i++)
+		if (R.conn[i] >= 0)
+			shutdown(R.conn[i], SHUT_RDWR);
+	while (R.nconn > 0)
+		if (pthread_cond_timedwait(&R.cond, &R.lock, &ts) == ETIMEDOUT)
+			break;
+	if (R.nconn > 0)
+		nm_error("relay: %d broadcast(s) still running at exit", R.nconn);
+	pthread_mutex_unlock(&R.lock);
+}
+
+const nm_module_t nm_relay_module = {
+	.name = "relay",
+	.init = relay_init,
+	.fini = relay_fini,
+};

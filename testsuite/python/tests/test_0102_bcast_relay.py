@@ -1,0 +1,179 @@
+"""The node managers' broadcast door (storm.conf BcastPort): srun hands the
+file to the step's first node, which relays it over the fabric.  What
+reaches that port from anyone else gets a clear error and costs nothing:
+garbage, a forged credential, a credential for someone else's job, a node
+list that reaches outside the user's allocation.  The node manager keeps
+running and the next broadcast through it works."""
+import os
+import pwd
+import random
+import re
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+from test_0101_bcast_launch import (checksum_script, ensure_user, nm_pid, revive_node,
+                                    run_bcast, share_dir, wait_no_files)
+
+REQ_MAGIC = 0x53524C31
+REP_MAGIC = 0x53524C52
+MASK64 = (1 << 64) - 1
+
+
+def bcast_hash(data):
+    """storm_bcast_hash() of src/common/storm_bcast.h."""
+    h = [0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9, 0x27d4eb2f165667c5]
+    m = 0xff51afd7ed558ccd
+    n = len(data) // 32 * 32
+    for i in range(0, n, 32):
+        for k in range(4):
+            w = int.from_bytes(data[i + 8 * k:i + 8 * k + 8], "little")
+            h[k] = ((h[k] ^ w) * m) & MASK64
+    for i in range(n, len(data)):
+        h[i & 3] = ((h[i & 3] ^ data[i]) * m) & MASK64
+    r = h[0] ^ (h[1] >> 1) ^ ((h[2] << 1) & MASK64) ^ (h[3] >> 3) ^ len(data)
+    r ^= r >> 33
+    r = (r * 0xc4ceb9fe1a85ec53) & MASK64
+    r ^= r >> 29
+    return r
+
+
+def bcast_port(cluster, node):
+    conf = open(cluster.path("etc", "storm.conf")).read()
+    lo = int(re.search(r"^BcastPort=(\d+)", conf, re.M).group(1))
+    return lo + cluster.node_names().index(node)
+
+
+def ask(cluster, node, payload):
+    """Send raw bytes to node's BcastPort; (status, message) of the answer,
+    or None if the node manager closed without one."""
+    with socket.create_connection(("127.0.0.1", bcast_port(cluster, node)), timeout=30) as s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        buf = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            buf += b
+    if len(buf) < 16:
+        return None
+    magic, status, n, _ = struct.unpack("!IIII", buf[:16])
+    assert magic == REP_MAGIC
+    return status, buf[16:16 + n].decode()
+
+
+def credential(user, payload):
+    """A munge credential of `user` whose payload is the text plus its NUL,
+    as srun makes it."""
+    with tempfile.NamedTemporaryFile(delete=False) as f:
+        f.write(payload.encode() + b"\0")
+    os.chmod(f.name, 0o644)
+    try:
+        return subprocess.run(["runuser", "-u", user, "--", "munge", "-i", f.name],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    finally:
+        os.unlink(f.name)
+
+
+def request(cluster, user, job, nodes, data, name="relay_test"):
+    pw = pwd.getpwnam(user)
+    key = random.getrandbits(47) | 1
+    cred = credential(user, "storm-bcast-1 job=%d step=0 uid=%d gid=%d key=%x size=%d "
+                            "mode=755 hash=%x dir=- name=%s" % (
+                                job, pw.pw_uid, pw.pw_gid, key, len(data),
+                                bcast_hash(data), name)).encode()
+    return struct.pack("!IIIIQQ", REQ_MAGIC, len(cred), len(nodes), 0, key,
+                       len(data)) + cred + nodes.encode() + data
+
+
+def alloc(cluster, user, nodes):
+    r = cluster.run(["runuser", "-u", user, "--", "salloc", "--no-shell", "-N",
+                     str(len(nodes.split(","))), "-w", nodes])
+    return int(re.search(r"Granted job allocation (\d+)", r.stderr).group(1))
+
+
+def test_garbage_and_forgeries_get_an_error_and_cost_nothing(cluster):
+    node = "node1"
+    pid = nm_pid(cluster, node)
+    # garbage
+    ans = ask(cluster, node, os.urandom(5000))
+    assert ans and ans[0] == 1 and "malformed request" in ans[1], ans
+    # a truncated header, then a header with absurd sizes
+    assert ask(cluster, node, struct.pack("!II", REQ_MAGIC, 10))[0] == 1
+    ans = ask(cluster, node, struct.pack("!IIIIQQ", REQ_MAGIC, 1 << 30, 1, 0, 7, 0))
+    assert ans[0] == 1 and "malformed" in ans[1], ans
+    # a well-formed request whose credential munge did not make
+    cred = b"MUNGE:AwQDAACforged:"
+    ans = ask(cluster, node, struct.pack("!IIIIQQ", REQ_MAGIC, len(cred), 5, 0, 7, 0)
+              + cred + b"node1")
+    assert ans[0] == 1 and "not authorized" in ans[1], ans
+    log = open(cluster.path("log", "storm-nm-%s.log" % node)).read()
+    assert "bad credential" in log
+    assert nm_pid(cluster, node) == pid and os.path.exists("/proc/%d" % pid)
+    script = os.path.join(share_dir(cluster), "after_garbage.sh")
+    run_bcast(cluster, 2, script, checksum_script(script, 70000))
+    wait_no_files(cluster)
+
+
+def test_user_cannot_reach_other_jobs_or_nodes(cluster):
+    """A real credential of user stormtest: for root's job, refused by the
+    relay itself; for stormtest's own job on node1-node2 but naming node5
+    too, refused by node5, and the relay keeps no copy."""
+    ensure_user("stormtest")
+    data = b"#!/bin/sh\necho should never run\n" + bytes(200000)
+    root_job = alloc(cluster, "root", "node1,node2")
+    own_job = alloc(cluster, "stormtest", "node1,node2")
+    try:
+        ans = ask(cluster, "node1", request(cluster, "stormtest", root_job, "node1,node2", data))
+        assert ans[0] == 1 and "node1" in ans[1] and "not authorized" in ans[1], ans
+        ans = ask(cluster, "node1", request(cluster, "stormtest", own_job, "node[1-2],node5",
+                                            data))
+        assert ans[0] == 1 and "node node5" in ans[1] and "not authorized" in ans[1], ans
+        assert "node1:" not in ans[1] and "node node2" not in ans[1], ans
+        # no file in place anywhere (node2 may hold its hidden temporary
+        # until its sweep or the job's end)
+        for n in ("node1", "node2", "node5"):
+            d = os.path.join(cluster.node_local(n), "storm", "job_%d" % own_job)
+            left = os.listdir(d) if os.path.isdir(d) else []
+            assert not [x for x in left if not x.startswith(".storm-")], (n, left)
+        assert not os.path.isdir(os.path.join(cluster.node_local("node5"), "storm",
+                                              "job_%d" % own_job))
+        # the same request without node5 is fine: the door works for its owner
+        ans = ask(cluster, "node1", request(cluster, "stormtest", own_job, "node[1-2]", data))
+        assert ans[0] == 0 and "relay=node1" in ans[1], ans
+        for n in ("node1", "node2"):
+            f = os.path.join(cluster.node_local(n), "storm", "job_%d" % own_job, "relay_test")
+            with open(f, "rb") as fh:
+                assert fh.read() == data
+            assert os.stat(f).st_uid == pwd.getpwnam("stormtest").pw_uid
+    finally:
+        cluster.run(["scancel", str(root_job), str(own_job)], check=False)
+    cluster.wait_job(own_job)
+    wait_no_files(cluster)
+
+
+def test_relay_node_manager_dead_names_it(cluster):
+    """The step's first node has no node manager listening: srun fails
+    before any task runs and names that node."""
+    victim = "node7"
+    pid = nm_pid(cluster, victim)
+    script = os.path.join(share_dir(cluster), "relay_dead.sh")
+    checksum_script(script, 50000)
+    slurmd = cluster.procs["slurmd-" + victim].pid
+    os.kill(slurmd, 19)             # its slurmd must not restart the NM yet
+    try:
+        os.kill(pid, 9)
+        time.sleep(0.2)
+        r = cluster.run(["srun", "-N2", "-w", "node[7-8]", script], check=False,
+                        env=dict(cluster.env, SLURM_STORM_BCAST="yes"), timeout=120)
+    finally:
+        os.kill(slurmd, 18)
+    assert r.returncode != 0
+    assert "Failed to broadcast" in r.stderr and victim in r.stderr, r.stderr
+    assert "Step launch aborted" in r.stderr
+    assert r.stdout.strip() == "", r.stdout      # no task ran
+    revive_node(cluster, victim, pid)
+    wait_no_files(cluster)
