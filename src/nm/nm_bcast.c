@@ -8,15 +8,16 @@
  * the file and the NM's destination callback hands libstormmech the
  * mapping of that file, so every chunk is copied once, straight into the
  * node-local tmpfs.  The relay keeps its own copy through the same checks
- * (nm_bcast_accept / nm_bcast_finish, nm_bcast.h).  Only a committed transfer whose checksum matches is
- * renamed into place; anything else is unlinked.  A file is complete or
- * absent.
+ * (nm_bcast_accept / nm_bcast_finish, nm_bcast.h).  Only a committed
+ * transfer whose checksum matches is renamed into place; anything else is
+ * unlinked.  A file is complete or absent.
  *
  * Threads: libstormmech calls the destination callbacks from its progress
  * thread with its lock held, so they only look things up in the table
  * below.  Everything slow (munge, slurmctld, file system) runs in this
  * module's worker thread, which reports through the fabric variables that
- * srun reads with COMPARE-AND-WRITE.
+ * the relay reads with COMPARE-AND-WRITE, or in a relay thread for the
+ * relay's own copy; check_lock keeps the two from checking at once.
  *
  * Authorization (storm-nm(8)): the munge credential gives the requesting
  * uid (munged vouches for it); slurmctld gives the job's owner and nodes
