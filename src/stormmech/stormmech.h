@@ -147,7 +147,7 @@ void storm_set_range(storm_set_t *s, int first, int last); /* adds */
 
 /* ------------------------------------------------------------- clients */
 /*
- * Ranks STORM_CLIENT_RANK_FIRST..LAST are transient clients (srun on a login
+ * Ranks STORM_CLIENT_RANK_FIRST..LAST are transient clients (a tool on a login
  * node): not in the node table, but free to be the root of XFER-AND-SIGNAL
  * and the origin of COMPARE-AND-WRITE.  A ctx opened with a client rank
  * puts its own "host:port" (IPv4) in every message; a node that receives a
