@@ -34,9 +34,13 @@
 #ifndef STORM_BCAST_H
 #define STORM_BCAST_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* Offsets of broadcast transfers: never region offsets (the NM's
  * destination callback maps them), so they cannot collide with the Machine
@@ -73,6 +77,27 @@ typedef struct storm_relay_req {
 	uint64_t key;
 	uint64_t size;
 } storm_relay_req_t;
+
+/* All of len bytes to (wr) or from the relay connection: 0, -errno, or
+ * -ECONNRESET when the peer closed it. */
+static inline int storm_bcast_io(int fd, void *buf, size_t len, bool wr)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t) n;
+	}
+	return 0;
+}
 
 /* relay -> srun: this header, then msg_len bytes of text: the phases'
  * times on success, what failed (naming nodes) otherwise. */

@@ -61,6 +61,13 @@ typedef struct {
 	storm_part_conf_t parts[STORM_CONF_MAX_PARTS];
 } storm_conf_t;
 
+/* The port of the node at index i of slurm.conf's node table under a
+ * Port= or BcastPort= pair: low + i for a range, low for a single port. */
+static inline int storm_conf_port(uint16_t lo, uint16_t hi, int i)
+{
+	return hi > lo ? lo + i : lo;
+}
+
 /* Fill *conf with the documented defaults (storm.conf(5)). */
 extern void storm_conf_defaults(storm_conf_t *conf);
 

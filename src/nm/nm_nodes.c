@@ -18,9 +18,7 @@
 
 extern int nm_node_port(const storm_conf_t *conf, int i)
 {
-	if (conf->port_hi > conf->port_lo)
-		return conf->port_lo + i;
-	return conf->port_lo;
+	return storm_conf_port(conf->port_lo, conf->port_hi, i);
 }
 
 extern int nm_nodes_load(nm_t *nm)

@@ -238,40 +238,6 @@ static int multicast(const storm_set_t *set, const char *cred, uint64_t key,
 }
 
 /* -------------------------------------------------------------- srun */
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
-
 /* The step's nodes as ranks; this node must be one of them. */
 static int parse_nodes(const char *list, storm_set_t *set, char *err,
 		       size_t errlen)
@@ -343,7 +309,7 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	int st, rc = -1, rrc;
 
 	err[0] = '\0';
-	if ((rrc = read_full(fd, &rq, sizeof(rq)))) {
+	if ((rrc = storm_bcast_io(fd, &rq, sizeof(rq), false))) {
 		snprintf(err, sizeof(err), "no request: %s", strerror(-rrc));
 		goto done;
 	}
@@ -371,8 +337,8 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 		snprintf(err, sizeof(err), "node %s: out of memory", R.nm->node);
 		goto done;
 	}
-	if (read_full(fd, cred, rq.cred_len) ||
-	    read_full(fd, nodes, rq.nodes_len)) {
+	if (storm_bcast_io(fd, cred, rq.cred_len, false) ||
+	    storm_bcast_io(fd, nodes, rq.nodes_len, false)) {
 		snprintf(err, sizeof(err), "request cut short");
 		goto done;
 	}
@@ -394,7 +360,7 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 			 rq.size, size);
 		goto done;
 	}
-	if (size && (rrc = read_full(fd, map, size))) {
+	if (size && (rrc = storm_bcast_io(fd, map, size, false))) {
 		snprintf(err, sizeof(err), "srun stopped sending the file: %s",
 			 strerror(-rrc));
 		*unread = 0;
@@ -462,7 +428,8 @@ static void reply(int fd, int status, const char *msg)
 	rep.magic = htonl(STORM_RELAY_REP_MAGIC);
 	rep.status = htonl((uint32_t) status);
 	rep.msg_len = htonl((uint32_t) len);
-	if (write_full(fd, &rep, sizeof(rep)) || write_full(fd, msg, len))
+	if (storm_bcast_io(fd, &rep, sizeof(rep), true) ||
+	    storm_bcast_io(fd, (char *) msg, len, true))
 		nm_verbose("relay: srun went away before the answer");
 }
 
@@ -549,8 +516,8 @@ static int relay_init(nm_t *nm)
 	R.stop = false;
 	for (int i = 0; i < RELAY_MAX_CONN; i++)
 		R.conn[i] = -1;
-	R.port = nm->conf.bcast_port_hi > nm->conf.bcast_port_lo ?
-		 nm->conf.bcast_port_lo + nm->rank : nm->conf.bcast_port_lo;
+	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
+				 nm->rank);
 	snprintf(port, sizeof(port), "%d", R.port);
 	if ((rc = getaddrinfo(addr, port, &hints, &ai)) || !ai) {
 		nm_error("relay: cannot resolve %s: %s", addr, gai_strerror(rc));

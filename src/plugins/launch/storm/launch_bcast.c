@@ -77,26 +77,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int io_full(int fd, void *buf, size_t len, bool wr)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (!n)
-				errno = 0;	/* closed: no system error */
-			return -1;
-		}
-		p += n;
-		len -= (size_t) n;
-	}
-	return 0;
-}
-
 /* The relay: the step's first node, its address and its index in the
  * node table (the node managers' ranks; BcastPort counts from it). */
 static int find_relay(const char *nodelist, char *name, size_t namelen,
@@ -209,7 +189,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	void *map = NULL;
 	uint64_t size = 0, key = 0, hash;
 	struct stat st;
-	int fd = -1, sock = -1, rc = -1, index = 0, nnodes = 0, port;
+	int fd = -1, sock = -1, rc = -1, index = 0, nnodes = 0, port, io = 0;
 	uint64_t timeout_ms = conf->timeout_us / 1000;
 	double t0 = now_ms(), t_conn, t_sent;
 	munge_err_t me;
@@ -251,8 +231,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	if (find_relay(req->nodelist, relay, sizeof(relay), addr, sizeof(addr),
 		       &index, &nnodes, err, errlen))
 		goto done;
-	port = conf->bcast_port_hi > conf->bcast_port_lo ?
-	       conf->bcast_port_lo + index : conf->bcast_port_lo;
+	port = storm_conf_port(conf->bcast_port_lo, conf->bcast_port_hi, index);
 
 	/* the manifest: a munge credential every node verifies */
 	snprintf(payload, sizeof(payload),
@@ -285,9 +264,10 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	rq.nodes_len = htonl((uint32_t) strlen(req->nodelist));
 	rq.key = htobe64(key);
 	rq.size = htobe64(size);
-	if (io_full(sock, &rq, sizeof(rq), true) ||
-	    io_full(sock, cred, strlen(cred), true) ||
-	    io_full(sock, (void *) req->nodelist, strlen(req->nodelist), true))
+	if ((io = storm_bcast_io(sock, &rq, sizeof(rq), true)) ||
+	    (io = storm_bcast_io(sock, cred, strlen(cred), true)) ||
+	    (io = storm_bcast_io(sock, (void *) req->nodelist,
+				 strlen(req->nodelist), true)))
 		goto lost;
 	while ((uint64_t) off < size) {
 		ssize_t n = sendfile(sock, fd, &off, size - (uint64_t) off);
@@ -298,12 +278,15 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			break;	/* the relay may have said why: read on */
 	}
 	t_sent = now_ms();
-	if (io_full(sock, &rep, sizeof(rep), false) ||
-	    ntohl(rep.magic) != STORM_RELAY_REP_MAGIC ||
-	    ntohl(rep.msg_len) > STORM_RELAY_MAX_MSG)
+	if ((io = storm_bcast_io(sock, &rep, sizeof(rep), false)))
 		goto lost;
+	if (ntohl(rep.magic) != STORM_RELAY_REP_MAGIC ||
+	    ntohl(rep.msg_len) > STORM_RELAY_MAX_MSG) {
+		io = -EPROTO;
+		goto lost;
+	}
 	rep.msg_len = ntohl(rep.msg_len);
-	if (io_full(sock, rmsg, rep.msg_len, false))
+	if ((io = storm_bcast_io(sock, rmsg, rep.msg_len, false)))
 		goto lost;
 	rmsg[rep.msg_len] = '\0';
 	if (ntohl(rep.status)) {
@@ -311,7 +294,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		goto done;
 	}
 	if ((uint64_t) off < size) {
-		errno = 0;
+		io = -EPROTO;
 		goto lost;	/* "done" for a file it did not get: not a relay */
 	}
 
@@ -335,7 +318,8 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	goto done;
 lost:
 	snprintf(err, errlen, "the node manager of %s (the step's first node, %s:%d) stopped answering: %s",
-		 relay, addr, port, errno ? strerror(errno) : "connection closed");
+		 relay, addr, port, io == -ECONNRESET ? "connection closed" :
+		 strerror(-io));
 done:
 	if (sock >= 0)
 		close(sock);

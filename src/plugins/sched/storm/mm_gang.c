@@ -205,8 +205,7 @@ static int open_fabric(void)
 	nodes = xcalloc(nnodes + 1, sizeof(*nodes));
 	for (int i = 0; i < nnodes; i++) {
 		node_record_t *n = node_record_table_ptr[i];
-		int port = gconf.port_hi > gconf.port_lo ? gconf.port_lo + i :
-							 gconf.port_lo;
+		int port = storm_conf_port(gconf.port_lo, gconf.port_hi, i);
 
 		node_names[i] = xstrdup(n && n->name ? n->name : "?");
 		node_addrs[i] = xstrdup_printf("%s:%d",
