@@ -45,7 +45,8 @@
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
-#define NM_GANG_WAIT_MS 20		/* fail-safe check period */
+#define NM_GANG_WAIT_MIN_MS 5		/* fail-safe check, at the soonest */
+#define NM_GANG_WAIT_MAX_MS 250		/* and at the latest */
 #define NM_GANG_RETRY_EPOCHS 8		/* re-look for an absent cgroup */
 #define NM_GANG_TRACE 512
 
@@ -302,6 +303,23 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 	return nfrozen;
 }
 
+/*
+ * Sleep until a strobe or until the fail-safe would fire, not on a short
+ * fixed period: an idle real-time thread that wakes 50 times a second
+ * costs every job on the node a context switch each time.
+ */
+static int next_wait_ms(uint64_t now, uint64_t failsafe_ns)
+{
+	uint64_t due = last_strobe_ns + failsafe_ns, ms;
+
+	if (failsafe_open || due <= now)
+		return NM_GANG_WAIT_MAX_MS;
+	ms = (due - now) / 1000000ULL + 1;
+	if (ms < NM_GANG_WAIT_MIN_MS)
+		return NM_GANG_WAIT_MIN_MS;
+	return ms > NM_GANG_WAIT_MAX_MS ? NM_GANG_WAIT_MAX_MS : (int) ms;
+}
+
 static void *gang_thread(void *arg)
 {
 	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
@@ -322,12 +340,14 @@ static void *gang_thread(void *arg)
 		uint64_t cnt = 0, recv_ns, now;
 		int rc;
 
-		rc = storm_event_wait(gnm->ctx, STORM_GANG_EV_STROBE, seen + 1,
-				      NM_GANG_WAIT_MS);
-		pthread_mutex_lock(&glock);
-		now = now_ns(CLOCK_MONOTONIC);
+		/* last and last_strobe_ns are written by this thread only */
 		failsafe_ns = (last.failsafe_us ? last.failsafe_us :
 			       gnm->conf.failsafe_us) * 1000ULL;
+		rc = storm_event_wait(gnm->ctx, STORM_GANG_EV_STROBE, seen + 1,
+				      next_wait_ms(now_ns(CLOCK_MONOTONIC),
+						   failsafe_ns));
+		pthread_mutex_lock(&glock);
+		now = now_ns(CLOCK_MONOTONIC);
 		if (rc) {
 			if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
 				int n = thaw_all();

@@ -139,16 +139,27 @@ static int open_fabric(struct storm_ctx *ctx)
 	hints->fabric_attr->prov_name = strdup(ctx->provider);
 	snprintf(port, sizeof(port), "%d", ctx->cfg.port);
 	ctx->addr_str = strcmp(ctx->provider, "shm") == 0;
-	if (ctx->addr_str) {
-		hints->addr_format = FI_ADDR_STR;
-		rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints,
-				&ctx->info);
-	} else {
-		hints->addr_format = FI_SOCKADDR_IN;
-		rc = fi_getinfo(FI_VERSION(1, 17), ctx->host, port, FI_SOURCE,
-				hints, &ctx->info);
+	hints->addr_format = ctx->addr_str ? FI_ADDR_STR : FI_SOCKADDR_IN;
+	/* Control messages (acks, commits, CAW steps, strobes) are sent
+	 * inline when they fit: no completion to wait for, so the progress
+	 * thread goes back to sleep at once.  rxm offers 64 bytes unless
+	 * asked; a provider that refuses the size is asked again without. */
+	hints->tx_attr->inject_size = SM_INJECT_WANT;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (ctx->addr_str)
+			rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0,
+					hints, &ctx->info);
+		else
+			rc = fi_getinfo(FI_VERSION(1, 17), ctx->host, port,
+					FI_SOURCE, hints, &ctx->info);
+		if (rc != -FI_ENODATA)
+			break;
+		hints->tx_attr->inject_size = 0;
 	}
 	fi_freeinfo(hints);
+	if (!rc)
+		ctx->inject_max = getenv("STORM_NO_INJECT") ? 0 :
+				  ctx->info->tx_attr->inject_size;
 	if (rc) {
 		sm_log(ctx, STORM_LOG_ERROR, "fi_getinfo(%s): %s", ctx->provider,
 		       fi_strerror(-rc));

@@ -12,8 +12,10 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 
 void sm_event_signal(struct storm_ctx *ctx, int ev)
 {
-	if (ev >= 0 && ev < STORM_MAX_EVENTS)
+	if (ev >= 0 && ev < STORM_MAX_EVENTS) {
 		atomic_fetch_add(&ctx->ev[ev], 1);
+		ctx->wake_gen++;
+	}
 }
 
 int storm_event_test(storm_ctx_t *ctx, int ev, uint64_t *count)

@@ -23,6 +23,7 @@
 #define SM_MAX_ARITY 32
 #define SM_DONE_RING 256          /* finished ops remembered for staleness */
 #define SM_CAW_QUEUE 64           /* pending requests at a serializer */
+#define SM_INJECT_WANT 1024       /* header + small payload, sent inline */
 
 enum sm_type {
 	SM_DATA = 1,       /* root -> down: a chunk */
@@ -195,6 +196,7 @@ struct storm_ctx {
 	struct sm_rx *rx;
 	int nrx;
 	size_t rx_size;
+	size_t inject_max;      /* provider's inject size; 0: never inject */
 
 	atomic_uint_fast64_t ev[STORM_MAX_EVENTS];
 	storm_stats_t st;
@@ -233,6 +235,12 @@ struct storm_ctx {
 	 * (a real-time waiter polling a CQ that only the lower-priority
 	 * progress thread drains would spin forever). */
 	pthread_cond_t progressed;
+	/* Bumped (under lock) whenever something a waiter tests changes: an
+	 * event signalled, an operation finished.  The progress thread
+	 * broadcasts `progressed` only when it moved: every spurious wake-up
+	 * of a real-time waiter is a context switch taken from the jobs
+	 * (perf on a node manager at a 2 ms quantum: most of its time). */
+	uint64_t wake_gen, wake_told;
 	/* The progress thread sleeps long on the CQ fd only when nothing is
 	 * in flight (sm_quiet); an operation started by another thread then
 	 * wakes it through kick_fd (an eventfd), so its sends and timers are

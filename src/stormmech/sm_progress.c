@@ -166,10 +166,12 @@ void sm_backoff(struct storm_ctx *ctx, int *spins, uint64_t idle_since,
 
 /*
  * With the progress thread running, a waiter only sleeps until the thread
- * reports progress.  The periodic recheck covers state changed by calls
- * that are not progress (storm_var_set from another thread).
+ * reports a change it may be waiting for (wake_gen).  The periodic recheck
+ * is a safety net only: every wake-up of an idle real-time waiter costs
+ * the jobs a context switch (at 5 ms it was 200 wake-ups a second per
+ * waiting thread, most of a node manager's CPU under Policy=local).
  */
-#define SM_WAIT_RECHECK_NS (5 * 1000000ull)
+#define SM_WAIT_RECHECK_NS (100 * 1000000ull)
 
 static int sm_wait_for_thread(struct storm_ctx *ctx, bool (*done)(void *),
 			      void *arg, uint64_t dl)
@@ -264,7 +266,7 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
  * look; with none, the cap is a safety net: the CQ fd and kick_fd end the
  * sleep. */
 #define SM_WAIT_OPS_SLEEP_US 1000
-#define SM_QUIET_SLEEP_US 20000
+#define SM_QUIET_SLEEP_US 200000
 
 /* 0 while this side has sends in flight (the provider may need progress
  * calls that raise no fd event, as rxm's rendezvous does): then the
@@ -313,18 +315,26 @@ static void *progress_main(void *arg)
 	while (atomic_load(&ctx->pthr_run)) {
 		pthread_mutex_lock(&ctx->lock);
 		int n = sm_progress_once(ctx);
-		if (n > 0)
-			pthread_cond_broadcast(&ctx->progressed);
+		/* told after unlocking, so that woken waiters find the lock free */
+		bool tell = ctx->wake_gen != ctx->wake_told;
+
+		ctx->wake_told = ctx->wake_gen;
 		if (n > 0) {
 			pthread_mutex_unlock(&ctx->lock);
+			if (tell)
+				pthread_cond_broadcast(&ctx->progressed);
 			idle = sm_now_ns();
 			spins = 0;
 		} else if (ctx->kick_fd >= 0 && ctx->cq_fd >= 0 &&
 			   (quiet_us = sm_quiet_us(ctx)) > 0 &&
 			   sm_now_ns() - idle >= (uint64_t)ctx->cfg.busy_poll_us * 1000) {
+			if (tell)	/* a timer finished an operation */
+				pthread_cond_broadcast(&ctx->progressed);
 			deep_sleep(ctx, quiet_us);
 		} else {
 			pthread_mutex_unlock(&ctx->lock);
+			if (tell)
+				pthread_cond_broadcast(&ctx->progressed);
 			sm_backoff(ctx, &spins, idle, 1000);
 		}
 	}

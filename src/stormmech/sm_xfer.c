@@ -69,6 +69,7 @@ void sm_op_finish(struct storm_ctx *ctx, struct storm_op *op, int status)
 		return;
 	op->phase = SM_P_DONE;
 	op->status = status;
+	ctx->wake_gen++;
 	ctx->done[ctx->done_pos].root = op->root;
 	ctx->done[ctx->done_pos].id = op->id;
 	ctx->done_pos = (ctx->done_pos + 1) % SM_DONE_RING;
