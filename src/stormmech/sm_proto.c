@@ -182,8 +182,9 @@ int sm_flush_pending(struct storm_ctx *ctx)
 
 /* A message nobody waits on the completion of (no chunk window to
  * credit), small enough to go inline: 0 sent, -FI_EAGAIN queue it as
- * usual, -E2BIG too big to go inline, else the error.  A peer that dies after this shows as a missing
- * answer, within the operation's timeout, as for any lost message. */
+ * usual, -E2BIG too big to go inline, else the error.  A peer that dies
+ * after this shows as a missing answer, within the operation's timeout,
+ * as for any lost message. */
 static int try_inject(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 		      const void *payload, size_t plen)
 {

@@ -91,6 +91,10 @@
  *   the provider has a CQ fd (tcp;ofi_rxm) the sleep is a ppoll on it, so
  *   a message ends it early (STORM_NO_WAIT_FD=1 in the environment turns
  *   that off).  No wait spins a core forever and every wait is bounded.
+ *   With the progress thread, waiters are woken only when an event fired
+ *   or an operation finished, and small control messages go out with
+ *   fi_inject (STORM_NO_INJECT=1 turns that off): each wake-up of a
+ *   real-time thread is a context switch taken from the node's jobs.
  *   A SCHED_FIFO progress thread competes with other real-time threads on
  *   the node: pick its priority below the node manager's switch thread.
  *

@@ -69,7 +69,16 @@
 
 #define MM_PREFIX "sched/storm: mm"
 #define MM_RT_PRIO 30		/* below the NMs' threads on shared hosts */
+/*
+ * Slurm's job list is read (under slurmctld's read locks) every 100 ms,
+ * not every quantum: at 2 ms that was 500 lock rounds a second competing
+ * with slurmctld's own RPCs, for changes (job starts and ends) that take
+ * far longer than 100 ms to matter.  Likewise one node's acknowledgement
+ * latency, for stormctl, is measured at most every 20 ms (a CAW to one
+ * node, i.e. a wake-up of its node manager).
+ */
 #define MM_REBUILD_NS 100000000ULL
+#define MM_ACK_PROBE_NS 20000000ULL
 #define MM_STATUS_NS 1000000000ULL
 #define MM_PROBE_DEAD_NS 1000000000ULL
 #define MM_MIN_TIMEOUT_MS 100
@@ -808,6 +817,7 @@ static void set_rt(void)
 static void *mm_main(void *arg)
 {
 	uint64_t next, last_rebuild = 0, last_status = 0, last_probe = 0;
+	uint64_t last_ack_probe = 0;
 	uint64_t last_start = 0;
 	int rr = 0;
 
@@ -866,7 +876,7 @@ static void *mm_main(void *arg)
 		drain_suspects();
 
 		/* 2. the strobe (and the table first when it changed) */
-		if (t0 - last_rebuild >= MM_REBUILD_NS || t0 - last_rebuild >= q_ns) {
+		if (t0 - last_rebuild >= MM_REBUILD_NS) {
 			if (rebuild())
 				build_table();
 			last_rebuild = t0;
@@ -890,7 +900,8 @@ static void *mm_main(void *arg)
 		nquanta++;
 
 		/* 4. one node's acknowledgement latency; the status file */
-		if (nnodes) {
+		if (nnodes && t1 - last_ack_probe >= MM_ACK_PROBE_NS) {
+			last_ack_probe = t1;
 			for (int k = 0; k < nnodes; k++) {
 				rr = (rr + 1) % nnodes;
 				if (nodes[rr].live)
