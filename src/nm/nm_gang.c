@@ -312,8 +312,10 @@ static int next_wait_ms(uint64_t now, uint64_t failsafe_ns)
 {
 	uint64_t due = last_strobe_ns + failsafe_ns, ms;
 
-	if (failsafe_open || due <= now)
+	if (failsafe_open)
 		return NM_GANG_WAIT_MAX_MS;
+	if (due <= now)		/* overdue: look again at once */
+		return NM_GANG_WAIT_MIN_MS;
 	ms = (due - now) / 1000000ULL + 1;
 	if (ms < NM_GANG_WAIT_MIN_MS)
 		return NM_GANG_WAIT_MIN_MS;

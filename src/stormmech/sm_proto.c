@@ -205,7 +205,7 @@ int sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	    const void *payload, size_t plen, struct storm_op *op, int child)
 {
 	struct sm_tx *tx;
-	int rc = -FI_EAGAIN;
+	int rc;
 
 	if (dest < 0 || dest >= STORM_MAX_RANKS ||
 	    !storm_set_has(&ctx->known, dest))
@@ -236,9 +236,7 @@ int sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	tx->hdr.payload = (uint32_t)plen;
 	tx->payload = payload;
 	tx->plen = plen;
-	rc = -FI_EAGAIN;
-	if (!pending)
-		rc = post_tx(ctx, tx);
+	rc = pending ? -FI_EAGAIN : post_tx(ctx, tx);
 	if (rc && rc != -FI_EAGAIN) {
 		ctx->st.tx_errors++;
 		free(tx);
