@@ -1,20 +1,21 @@
 /*
  * nm_gang.c - the node's end of gang scheduling.
  *
- * A switching thread waits for the Machine Manager's strobe (TEST-EVENT on
- * STORM_GANG_EV_STROBE), freezes the jobs that do not run in the new slot,
- * then thaws the ones that do, and stores the strobe's epoch in
- * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  See
- * storm_gang.h for the wire format.
+ * When the Machine Manager's strobe commits on this node (XFER-AND-SIGNAL
+ * to STORM_GANG_STROBE_OFF), the fabric's real-time progress thread calls
+ * on_commit(), which freezes the jobs that do not run in the new slot, then
+ * thaws the ones that do, and stores the strobe's epoch in
+ * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  A second thread
+ * only watches for the fail-safe.  See storm_gang.h for the wire format.
  *
  * Why freeze first, then thaw: the two gangs must not run at once on a
  * node; a v1 freeze takes effect within ~100 us (baselines.md section 5),
  * so the overlap is that, not the whole quantum.
  *
- * Why SCHED_FIFO: measured on this host, a freeze issued from an ordinary
- * thread on a busy node waits 4-8 ms for a scheduler tick; from a
- * real-time thread it takes 20-170 us.  The thread sleeps in TEST-EVENT
- * between strobes, so it does not compete with the jobs it switches.
+ * Why real-time threads: measured on this host, a freeze issued from an
+ * ordinary thread on a busy node waits 4-8 ms for a scheduler tick; from a
+ * real-time thread it takes 20-170 us.  Both threads sleep between
+ * strobes, so they do not compete with the jobs they switch.
  *
  * Policy=flexible jobs (table entry how = STORM_GANG_SWITCH_IDLE) are not
  * frozen outside their slots but made idle-class (cpu.idle = 1,
@@ -71,10 +72,14 @@ typedef struct trace {
 static nm_t *gnm;
 static pthread_t thr;
 static bool thr_started;
-static volatile int thr_stop;
-static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
+static bool thr_stop;			/* under glock */
+static pthread_mutex_t glock;		/* priority-inheriting: gang_init */
+static pthread_cond_t gwake;		/* wakes the watcher (CLOCK_MONOTONIC) */
+static bool sync_ready;
 
-/* Under glock (the thread holds it while switching; ctl reads it). */
+/* Under glock (held while switching; ctl reads it).  Nothing calls a
+ * storm_* function while holding glock: on_commit takes glock inside the
+ * ctx lock. */
 static gjob_t *jobs;
 static int njobs, capjobs;
 static storm_gang_strobe_t last;	/* last strobe applied */
@@ -304,97 +309,102 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 }
 
 /*
- * Sleep until a strobe or until the fail-safe would fire, not on a short
- * fixed period: an idle real-time thread that wakes 50 times a second
- * costs every job on the node a context switch each time.
+ * A strobe, handled where it arrives: the library calls this on the
+ * fabric's real-time progress thread when a transfer commits, after COMMIT
+ * went on to this node's children and with the ctx locked.  Switching here
+ * instead of in a thread woken by TEST-EVENT saves a real-time wake-up per
+ * strobe on every node, and on a shared host those wake-ups, serialized,
+ * were most of the first-to-last switch skew.  The remote event is still
+ * signalled, for anyone who waits on it.
  */
-static int next_wait_ms(uint64_t now, uint64_t failsafe_ns)
+static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
+		      void *dst)
 {
-	uint64_t due = last_strobe_ns + failsafe_ns, ms;
+	uint64_t recv_ns = now_ns(CLOCK_REALTIME);
+	storm_gang_strobe_t s;
+	trace_t *t;
 
-	if (failsafe_open)
-		return NM_GANG_WAIT_MAX_MS;
-	if (due <= now)		/* overdue: look again at once */
-		return NM_GANG_WAIT_MIN_MS;
-	ms = (due - now) / 1000000ULL + 1;
-	if (ms < NM_GANG_WAIT_MIN_MS)
-		return NM_GANG_WAIT_MIN_MS;
-	return ms > NM_GANG_WAIT_MAX_MS ? NM_GANG_WAIT_MAX_MS : (int) ms;
+	(void) arg;
+	if (offset != STORM_GANG_STROBE_OFF || len != sizeof(s) ||
+	    root != gnm->nnodes)
+		return;		/* not a strobe from the machine manager */
+	memcpy(&s, dst, sizeof(s));
+	if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check)
+		return;
+	pthread_mutex_lock(&glock);
+	if (s.mm_id != last.mm_id)
+		nm_info("gang: strobes from machine manager %llu, quantum %llu us",
+			(unsigned long long) s.mm_id,
+			(unsigned long long) s.quantum_us);
+	if (failsafe_open) {
+		nm_info("gang: strobe is back (epoch %llu); switching again",
+			(unsigned long long) s.epoch);
+		failsafe_open = false;
+	}
+	if (s.table_gen != table_gen)
+		load_table(s.table_gen);
+	t = &ring[ring_n++ % NM_GANG_TRACE];
+	*t = (trace_t) { .epoch = s.epoch, .sent_ns = s.sent_ns,
+			 .recv_ns = recv_ns, .slot = s.slot };
+	t->nfrozen = apply(s.slot, s.epoch);
+	t->done_ns = now_ns(CLOCK_REALTIME);
+	last = s;
+	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
+	nstrobes++;
+	pthread_mutex_unlock(&glock);
+	storm_var_set(gnm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
 }
 
-static void *gang_thread(void *arg)
+/*
+ * The fail-safe watcher sleeps until the fail-safe would fire, not on a
+ * short fixed period and not per strobe: an idle real-time thread that
+ * wakes often costs every job on the node a context switch each time.
+ * Called with glock held.
+ */
+static void next_deadline(uint64_t now, uint64_t failsafe_ns,
+			  struct timespec *ts)
+{
+	uint64_t due = last_strobe_ns + failsafe_ns + 1000000ULL;
+
+	if (failsafe_open || due > now + NM_GANG_WAIT_MAX_MS * 1000000ULL)
+		due = now + NM_GANG_WAIT_MAX_MS * 1000000ULL;
+	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
+		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
+	ts->tv_sec = due / 1000000000ULL;
+	ts->tv_nsec = due % 1000000000ULL;
+}
+
+/* Fail open: no strobe for FailSafe thaws everything (at real-time
+ * priority, so that the thaw does not wait behind the jobs). */
+static void *failsafe_thread(void *arg)
 {
 	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
-	uint64_t seen = 0, failsafe_ns;
-	size_t rsize = 0;
-	char *region = storm_region_ptr(gnm->ctx, &rsize);
 
+	(void) arg;
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
-		nm_info("gang: no SCHED_FIFO for the switching thread (%s); switches will wait for scheduler ticks",
+		nm_info("gang: no SCHED_FIFO for the fail-safe thread (%s); a fail-safe thaw may wait for scheduler ticks",
 			strerror(errno));
-	storm_event_test(gnm->ctx, STORM_GANG_EV_STROBE, &seen);
 	pthread_mutex_lock(&glock);
 	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
-	pthread_mutex_unlock(&glock);
-
 	while (!thr_stop) {
-		storm_gang_strobe_t s;
-		uint64_t cnt = 0, recv_ns, now;
-		int rc;
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t failsafe_ns = (last.failsafe_us ? last.failsafe_us :
+					gnm->conf.failsafe_us) * 1000ULL;
+		struct timespec ts;
 
-		/* last and last_strobe_ns are written by this thread only */
-		failsafe_ns = (last.failsafe_us ? last.failsafe_us :
-			       gnm->conf.failsafe_us) * 1000ULL;
-		rc = storm_event_wait(gnm->ctx, STORM_GANG_EV_STROBE, seen + 1,
-				      next_wait_ms(now_ns(CLOCK_MONOTONIC),
-						   failsafe_ns));
-		pthread_mutex_lock(&glock);
-		now = now_ns(CLOCK_MONOTONIC);
-		if (rc) {
-			if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
-				int n = thaw_all();
+		if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
+			int n = thaw_all();
 
-				failsafe_open = true;
-				nfailsafe++;
-				nm_info("gang: fail-safe: no strobe for %llu ms, thawed %d job(s); they run unswitched until the machine manager is back",
-					(unsigned long long) ((now - last_strobe_ns) / 1000000),
-					n);
-			}
-			pthread_mutex_unlock(&glock);
-			continue;
+			failsafe_open = true;
+			nfailsafe++;
+			nm_info("gang: fail-safe: no strobe for %llu ms, thawed %d job(s); they run unswitched until the machine manager is back",
+				(unsigned long long) ((now - last_strobe_ns) / 1000000),
+				n);
 		}
-		storm_event_test(gnm->ctx, STORM_GANG_EV_STROBE, &cnt);
-		seen = cnt;
-		recv_ns = now_ns(CLOCK_REALTIME);
-		memcpy(&s, region + STORM_GANG_STROBE_OFF, sizeof(s));
-		if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check) {
-			pthread_mutex_unlock(&glock);
-			continue;	/* overwritten while we copied it */
-		}
-		if (s.mm_id != last.mm_id)
-			nm_info("gang: strobes from machine manager %llu, quantum %llu us",
-				(unsigned long long) s.mm_id,
-				(unsigned long long) s.quantum_us);
-		if (failsafe_open) {
-			nm_info("gang: strobe is back (epoch %llu); switching again",
-				(unsigned long long) s.epoch);
-			failsafe_open = false;
-		}
-		if (s.table_gen != table_gen)
-			load_table(s.table_gen);
-		ring[ring_n % NM_GANG_TRACE] = (trace_t) {
-			.epoch = s.epoch, .sent_ns = s.sent_ns,
-			.recv_ns = recv_ns, .slot = s.slot,
-		};
-		ring[ring_n % NM_GANG_TRACE].nfrozen = apply(s.slot, s.epoch);
-		ring[ring_n % NM_GANG_TRACE].done_ns = now_ns(CLOCK_REALTIME);
-		ring_n++;
-		storm_var_set(gnm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
-		last = s;
-		last_strobe_ns = now;
-		nstrobes++;
-		pthread_mutex_unlock(&glock);
+		next_deadline(now, failsafe_ns, &ts);
+		pthread_cond_timedwait(&gwake, &glock, &ts);
 	}
+	pthread_mutex_unlock(&glock);
 	return NULL;
 }
 
@@ -432,35 +442,43 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 }
 
 /* "gang-trace [SINCE]": epoch:slot:sent:recv:done (ns, CLOCK_REALTIME)
- * of the strobes applied after epoch SINCE, oldest first, as many as fit. */
+ * of the strobes applied after epoch SINCE, oldest first, as many as fit.
+ * The ring is copied out under glock and formatted after: glock is what
+ * the next strobe waits for. */
 static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     size_t outlen)
 {
 	unsigned long long since = args && *args ? strtoull(args, NULL, 10) : 0;
+	trace_t *copy = malloc(sizeof(ring));
+	uint64_t first, n;
 	size_t o = 0;
-	uint64_t first;
 
-	pthread_mutex_lock(&glock);
-	first = ring_n > NM_GANG_TRACE ? ring_n - NM_GANG_TRACE : 0;
 	out[0] = '\0';
-	for (uint64_t i = first; i < ring_n; i++) {
-		const trace_t *t = &ring[i % NM_GANG_TRACE];
-		int n;
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&glock);
+	n = ring_n;
+	memcpy(copy, ring, sizeof(ring));
+	pthread_mutex_unlock(&glock);
+	first = n > NM_GANG_TRACE ? n - NM_GANG_TRACE : 0;
+	for (uint64_t i = first; i < n; i++) {
+		const trace_t *t = &copy[i % NM_GANG_TRACE];
+		int k;
 
 		if (t->epoch <= since)
 			continue;
-		n = snprintf(out + o, outlen - o, "%s%llu:%u:%llu:%llu:%llu",
+		k = snprintf(out + o, outlen - o, "%s%llu:%u:%llu:%llu:%llu",
 			     o ? " " : "", (unsigned long long) t->epoch,
 			     t->slot, (unsigned long long) t->sent_ns,
 			     (unsigned long long) t->recv_ns,
 			     (unsigned long long) t->done_ns);
-		if (n < 0 || (size_t) n >= outlen - o) {
+		if (k < 0 || (size_t) k >= outlen - o) {
 			out[o] = '\0';
 			break;
 		}
-		o += n;
+		o += k;
 	}
-	pthread_mutex_unlock(&glock);
+	free(copy);
 	return 0;
 }
 
@@ -492,12 +510,46 @@ static int set_mm_peer(nm_t *nm)
 	return 0;
 }
 
+/*
+ * glock inherits priority: the real-time switch must not wait behind an
+ * ordinary-priority ctl thread that the jobs keep off the CPU.
+ */
+static int init_sync(void)
+{
+	pthread_mutexattr_t ma;
+	pthread_condattr_t ca;
+	int rc;
+
+	if (sync_ready)
+		return 0;
+	if ((rc = pthread_mutexattr_init(&ma)))
+		return -rc;
+	rc = pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	if (!rc)
+		rc = pthread_mutex_init(&glock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	if (rc)
+		return -rc;
+	if ((rc = pthread_condattr_init(&ca)))
+		return -rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(&gwake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc)
+		return -rc;
+	sync_ready = true;
+	return 0;
+}
+
 static int gang_init(nm_t *nm)
 {
 	size_t rsize = 0;
 	int rc, n;
 
 	gnm = nm;
+	if ((rc = init_sync()))
+		return rc;
 	if ((rc = nm_cg_init(nm)))
 		return rc;
 	if ((n = nm_cg_thaw_orphans()))
@@ -519,10 +571,11 @@ static int gang_init(nm_t *nm)
 		goto fail;
 	nm_ctl_register("gang", ctl_gang);
 	nm_ctl_register("gang-trace", ctl_trace);
-	thr_stop = 0;
-	if ((rc = -pthread_create(&thr, NULL, gang_thread, NULL)))
+	thr_stop = false;
+	if ((rc = -pthread_create(&thr, NULL, failsafe_thread, NULL)))
 		goto fail;
 	thr_started = true;
+	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
 	free(table_buf);
@@ -534,8 +587,13 @@ static void gang_fini(nm_t *nm)
 {
 	int n;
 
+	/* takes the ctx lock, so no on_commit() runs past this point */
+	storm_set_recv_fn(nm->ctx, NULL, NULL);
 	if (thr_started) {
-		thr_stop = 1;
+		pthread_mutex_lock(&glock);
+		thr_stop = true;
+		pthread_cond_signal(&gwake);
+		pthread_mutex_unlock(&glock);
 		pthread_join(thr, NULL);
 		thr_started = false;
 	}

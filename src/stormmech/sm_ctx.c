@@ -394,14 +394,28 @@ void storm_set_dest_fn(storm_ctx_t *ctx, storm_dest_f fn,
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+__thread struct storm_ctx *sm_cb_ctx;
+
+void sm_ctx_lock(struct storm_ctx *ctx)
+{
+	if (sm_cb_ctx != ctx)
+		pthread_mutex_lock(&ctx->lock);
+}
+
+void sm_ctx_unlock(struct storm_ctx *ctx)
+{
+	if (sm_cb_ctx != ctx)
+		pthread_mutex_unlock(&ctx->lock);
+}
+
 void *storm_region_ptr(storm_ctx_t *ctx, size_t *size)
 {
 	void *p;
-	pthread_mutex_lock(&ctx->lock);
+	sm_ctx_lock(ctx);
 	p = ctx->region;
 	if (size)
 		*size = ctx->region_size;
-	pthread_mutex_unlock(&ctx->lock);
+	sm_ctx_unlock(ctx);
 	return p;
 }
 
@@ -423,9 +437,9 @@ int storm_var_get(storm_ctx_t *ctx, int var, uint64_t *val)
 {
 	if (var < 0 || var >= ctx->nvars || !val)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	sm_ctx_lock(ctx);
 	*val = ctx->vars[var];
-	pthread_mutex_unlock(&ctx->lock);
+	sm_ctx_unlock(ctx);
 	return 0;
 }
 
@@ -433,9 +447,9 @@ int storm_var_set(storm_ctx_t *ctx, int var, uint64_t val)
 {
 	if (var < 0 || var >= ctx->nvars)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	sm_ctx_lock(ctx);
 	ctx->vars[var] = val;
-	pthread_mutex_unlock(&ctx->lock);
+	sm_ctx_unlock(ctx);
 	return 0;
 }
 

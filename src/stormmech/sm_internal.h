@@ -315,4 +315,14 @@ void sm_caw_rx(struct storm_ctx *ctx, const struct sm_hdr *h);
 void sm_caw_timer(struct storm_ctx *ctx, struct storm_op *op, uint64_t now);
 void sm_event_signal(struct storm_ctx *ctx, int ev);
 
+/*
+ * The ctx whose receive callback this thread is running (ctx->lock held),
+ * else NULL.  The public accessors a callback may call (storm_var_get/set,
+ * storm_region_ptr, storm_event_test) take the lock through sm_ctx_lock(),
+ * which skips it for that ctx instead of deadlocking on it.
+ */
+extern __thread struct storm_ctx *sm_cb_ctx;
+void sm_ctx_lock(struct storm_ctx *ctx);
+void sm_ctx_unlock(struct storm_ctx *ctx);
+
 #endif

@@ -171,9 +171,12 @@ static void send_down(struct storm_ctx *ctx, struct storm_op *op, int type)
 
 static void commit_local(struct storm_ctx *ctx, struct storm_op *op)
 {
-	if (ctx->recv_fn)
+	if (ctx->recv_fn) {
+		sm_cb_ctx = ctx;	/* ctx is locked: see sm_ctx_lock() */
 		ctx->recv_fn(ctx->recv_arg, (int)op->root, op->offset,
 			     op->total, op->dst);
+		sm_cb_ctx = NULL;
+	}
 	sm_event_signal(ctx, op->remote_ev);
 }
 

@@ -108,11 +108,21 @@ static void hook_rel(void *arg, void *dst, uint64_t len, bool committed)
 	hook_releases++;
 }
 
+/* Also counts commits in variable H_HOOK_VAR, through the accessors a
+ * callback may call with its ctx locked (the node manager's gang switch
+ * does so): a deadlock here hangs the test. */
 static void hook_recv(void *arg, int root, uint64_t off, uint64_t len,
 		      void *dst)
 {
+	storm_ctx_t *ctx = arg;
+	uint64_t v = 0;
+	size_t sz = 0;
+
 	if (dst == hook_buf)
 		hook_commits++;
+	if (storm_region_ptr(ctx, &sz) && sz &&
+	    storm_var_get(ctx, H_HOOK_VAR, &v) == 0)
+		storm_var_set(ctx, H_HOOK_VAR, v + 1);
 }
 
 static void do_cmd(struct h_shared *sh, storm_ctx_t *ctx, int me)
@@ -174,7 +184,7 @@ static void member(struct h_shared *sh, const storm_cfg_t *tmpl, int me)
 	}
 	if (sh->use_dest) {
 		storm_set_dest_fn(ctx, hook_dest, hook_rel, NULL);
-		storm_set_recv_fn(ctx, hook_recv, NULL);
+		storm_set_recv_fn(ctx, hook_recv, ctx);
 	}
 	sh->ready[me] = 1;
 	while (!sh->go)

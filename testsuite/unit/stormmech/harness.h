@@ -11,6 +11,7 @@
 #include "stormmech.h"
 
 #define H_MAX 40
+#define H_HOOK_VAR 5	/* commits counted by the dest hook's callback */
 
 enum h_cmd { H_NONE, H_SUM, H_FILL, H_SETVAR, H_GETVAR, H_CAW, H_CAW_MINE, H_STATS,
 	     H_EXIT };

@@ -197,7 +197,10 @@ START_TEST(dest_hook)
 			break;
 		storm_progress(h.ctx, 20000);
 	}
+	ck_assert_int_eq(h_cmd(&h, -1, H_GETVAR, H_HOOK_VAR, 0, 0, 0, 0, 0),
+			 0);
 	for (int r = 0; r < 3; r++) {
+		ck_assert_int_eq(h.sh->res[r].var, 1);
 		ck_assert(h.sh->res[r].hook_sum == h_sum(buf, len));
 		ck_assert_int_eq(h.sh->res[r].hook_commits, 1);
 		ck_assert_int_eq(h.sh->res[r].hook_releases, 1);
