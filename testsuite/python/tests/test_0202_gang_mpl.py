@@ -96,3 +96,60 @@ def test_job_ending_frees_its_slot(gang2):
         assert c.job_info(a)["JobState"] == "RUNNING"
     finally:
         _cleanup(c, [a, b])
+
+
+def test_job_ending_thaws_its_partner_within_a_long_quantum(gang2):
+    """With a quantum far longer than the test, the end of the running job
+    thaws the frozen one within a second or two, not at the next boundary
+    (the MM looks at Slurm's jobs every 100 ms between boundaries)."""
+    c = gang2
+    good = open(c.path("etc", "storm.conf")).read()
+    jobs = []
+    try:
+        a = g.submit_spinner(c, NODES, name="first")
+        jobs.append(a)
+        b = g.submit_spinner(c, NODES, name="second")
+        jobs.append(b)
+        g.spinner_pids(c, a, NODES)
+        g.spinner_pids(c, b, NODES)
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "2 slots")
+        # every node switches both (their cgroups found), before quanta
+        # become too long for a node to look again
+        g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % j) in
+                               ("running", "frozen")
+                               for n in NODES for j in (a, b)),
+                   30, "both jobs switched on every node")
+        c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=120s")
+                           .replace("FailSafe=500ms", "FailSafe=300s"))
+        c.run(["scontrol", "reconfigure"])
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "120000000",
+                   30, "MM at 120 s")
+
+        def frozen_one():
+            st = [g.nm_gang(c, n) for n in NODES]
+            for j in (a, b):
+                if all(s.get("job%d" % j) == "frozen" and
+                       s.get("quantum_us") == "120000000" for s in st):
+                    return j
+            return None
+        # the first strobe at the new quantum freezes one of them for 120 s
+        try:
+            g.wait_for(frozen_one, 15, "one job frozen on every node at 120 s")
+        except AssertionError as e:
+            raise AssertionError("%s; node managers: %r; MM: %r" % (
+                e, [g.nm_gang(c, n) for n in NODES], g.mm_status(c))) from None
+        stopped = frozen_one()
+        running = b if stopped == a else a
+        c.run(["scancel", str(running)])
+        c.wait_job(running, timeout=60)
+        g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % stopped) ==
+                               "running(alone)" for n in NODES),
+                   15, "the remaining job thawed everywhere")
+        for n in NODES:
+            assert g.job_freezer_state(c, stopped, n) == "THAWED", n
+    finally:
+        c.write_storm_conf(good)
+        c.run(["scontrol", "reconfigure"], check=False)
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") ==
+                   str(Q_MS * 1000), 30, "MM back at %d ms" % Q_MS)
+        _cleanup(c, jobs)

@@ -16,8 +16,9 @@
  *      locks, and pushes the job table (XFER-AND-SIGNAL) when it changed;
  *   4. (first thing in the next quantum, away from the switch)
  *      measures one node's acknowledgement latency (a one-node
- *      COMPARE-AND-WRITE, round robin, at most every 20 ms) and rewrites
- *      the status file that `stormctl show` reads, once a second;
+ *      COMPARE-AND-WRITE, round robin, at most every 20 ms); after the
+ *      strobe it rewrites the status file that `stormctl show` reads,
+ *      once a second;
  *   5. sleeps until the next quantum boundary (absolute time, so a slow
  *      step shortens the sleep instead of stretching every quantum).
  *
@@ -75,10 +76,10 @@
  * strobe reaches all its tree children before the first of them preempts
  * it (16-node switch skew, median / p99, with the NMs switching in their
  * commit callback: 0.59 / 1.04 ms at 30, 0.51-0.56 / 0.77-0.94 ms at 50).
- * It only polls the fabric and sleeps.  The opt-in real-time strobe
- * thread (STORM_MM_RT) uses the same priority.
+ * It only polls the fabric and sleeps.
  */
 #define MM_RT_PRIO 50
+#define MM_STROBE_PRIO 30	/* the strobe thread, around fabric waits */
 /*
  * Slurm's job list is read (under slurmctld's read locks) every 100 ms,
  * not every quantum: at 2 ms that was 500 lock rounds a second competing
@@ -147,6 +148,7 @@ static uint64_t epoch, gen, mm_id;
 static storm_gang_table_t *table;
 static size_t table_len;
 static bool table_dirty;
+static uint64_t jobs_left;		/* jobs rebuild() saw end */
 static uint64_t stat_strobe_us, stat_caw_us, stat_period_us, stat_late;
 static uint64_t nquanta;
 static uint64_t confirm_pause_until, stat_confirm_timeouts;
@@ -394,6 +396,7 @@ static bool rebuild(void)
 			debug("%s: JobId=%u left slot %d", MM_PREFIX,
 			      jobs[i].job_id, jobs[i].slot);
 			drop_job(i);
+			jobs_left++;
 			changed = true;
 			continue;
 		}
@@ -801,27 +804,30 @@ static void release_all(void)
 	}
 }
 
-static void set_rt(void)
+/*
+ * The strobe thread is SCHED_FIFO (MM_STROBE_PRIO, below the node
+ * managers' threads) only while it drives the fabric: the confirm, the
+ * strobe, the probe and the sleep to the boundary, where it waits on
+ * nothing but the fabric's progress thread and the clock.  At normal
+ * priority each of those three wake-ups a quantum queued behind the job a
+ * node had just thawed: on 2 nodes at 5 ms the period stretched to 6.6-8.8
+ * ms once the nodes switched at COMMIT.  It is back at normal priority
+ * whenever it takes slurmctld's locks, drains a node or writes a file:
+ * with the whole thread real-time, slurmctld once hung at start-up on a
+ * busy 2-core host (the thread waited on a lock whose holder never ran).
+ */
+static void strobe_rt(bool on)
 {
-	struct sched_param sp = { .sched_priority = MM_RT_PRIO };
-	int rc;
+	static bool warned;
+	struct sched_param sp = { .sched_priority = on ? MM_STROBE_PRIO : 0 };
+	int rc = pthread_setschedparam(pthread_self(),
+				       on ? SCHED_FIFO : SCHED_OTHER, &sp);
 
-	/*
-	 * Opt-in only (STORM_MM_RT in slurmctld's environment).  With this
-	 * thread at SCHED_FIFO, slurmctld hung at start-up with Timeslice=2ms
-	 * on a 2-core host under heavy load (the thread waited on a mutex
-	 * whose holder never ran again).  At normal priority quanta below a few ms
-	 * stretch on a busy controller (stormctl show reports the measured
-	 * period), but slurmctld never starves.  The node managers' switching
-	 * threads, which must not compete with the jobs, stay real-time.
-	 */
-	if (!getenv("STORM_MM_RT"))
-		return;
-	rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-
-	if (rc)
+	if (rc && on && !warned) {
+		warned = true;
 		verbose("%s: no SCHED_FIFO for the strobe thread (%s); quanta will be late on a busy host",
 			MM_PREFIX, strerror(rc));
+	}
 }
 
 /* CLOCK_MONOTONIC, absolute; at once if past */
@@ -835,6 +841,59 @@ static void sleep_until(uint64_t ns)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/*
+ * Sleep to the quantum boundary `next`.  Quanta longer than MM_REBUILD_NS
+ * are slept in steps of that.  When a job ends between boundaries, the
+ * nodes get the new table with a strobe of the current slot at once: a job
+ * its end left alone runs again within ~100 ms, not up to a whole quantum
+ * later, frozen on an idle node.  A job that starts waits for the boundary
+ * (it runs until then: freezing it in the middle of its launch could stall
+ * the launch for a quantum).  The status file stays fresh; a new
+ * configuration or a stop ends the sleep.
+ */
+static void sleep_quantum(uint64_t next, uint64_t *last_rebuild,
+			  uint64_t *last_status)
+{
+	for (;;) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		bool wake, changed = false;
+
+		if (now >= next)
+			return;
+		if (next - now <= MM_REBUILD_NS) {
+			sleep_until(next);
+			return;
+		}
+		sleep_until(now + MM_REBUILD_NS);
+		strobe_rt(false);	/* slurmctld's locks: see strobe_rt() */
+		slurm_mutex_lock(&mm_mutex);
+		wake = mm_stopping || conf_gen != conf_next_gen;
+		slurm_mutex_unlock(&mm_mutex);
+		if (!wake) {
+			uint64_t left = jobs_left;
+
+			now = now_ns(CLOCK_MONOTONIC);
+			*last_rebuild = now;
+			if (rebuild())
+				build_table();
+			changed = jobs_left != left;
+			if (now - *last_status >= MM_STATUS_NS) {
+				write_status();
+				*last_status = now;
+			}
+		}
+		strobe_rt(true);
+		if (wake)
+			return;
+		if (changed && table_dirty && !send_table()) {
+			if (cur_slot >= nslots)
+				cur_slot = 0;
+			epoch++;
+			send_strobe((uint32_t) cur_slot);
+		}
+	}
+}
+
 static void *mm_main(void *arg)
 {
 	uint64_t next, last_rebuild = 0, last_status = 0, last_probe = 0;
@@ -842,7 +901,6 @@ static void *mm_main(void *arg)
 	uint64_t last_start = 0;
 	int rr = 0;
 
-	set_rt();
 	mm_id = now_ns(CLOCK_REALTIME) / 1000;
 	mm_start_ns = now_ns(CLOCK_MONOTONIC);
 	epoch = mm_id;
@@ -872,6 +930,10 @@ static void *mm_main(void *arg)
 				slurm_mutex_lock(&mm_mutex);
 			}
 			last_rebuild = 0;
+			/* the new quantum starts now, not at the old
+			 * schedule's next boundary (up to an old quantum
+			 * away) */
+			next = now_ns(CLOCK_MONOTONIC);
 		}
 		slurm_mutex_unlock(&mm_mutex);
 
@@ -885,16 +947,14 @@ static void *mm_main(void *arg)
 			continue;
 		}
 		q_ns = gconf.timeslice_us * 1000ULL;
+		strobe_rt(true);
 
-		/* 4. one node's acknowledgement latency, and the status
-		 * file: first in the quantum, a quantum after the last strobe, not just after
-		 * it, where the probe's messages would add to the switch skew
-		 * on a shared host (and a sleep to mid-quantum would cost a
-		 * normal-priority wake-up per quantum) */
-		t1 = now_ns(CLOCK_MONOTONIC);
-		if (nquanta && nnodes &&
-		    t1 - last_ack_probe >= MM_ACK_PROBE_NS) {
-			last_ack_probe = t1;
+		/* 4. (first in the quantum: just after a strobe its messages
+		 * would add to the switch skew on a shared host) one node's
+		 * acknowledgement latency, at most every 20 ms */
+		t0 = now_ns(CLOCK_MONOTONIC);
+		if (nquanta && nnodes && t0 - last_ack_probe >= MM_ACK_PROBE_NS) {
+			last_ack_probe = t0;
 			for (int k = 0; k < nnodes; k++) {
 				rr = (rr + 1) % nnodes;
 				if (nodes[rr].live)
@@ -903,10 +963,6 @@ static void *mm_main(void *arg)
 			if (nodes[rr].live)
 				probe(rr, 0, &nodes[rr].ack_us);
 		}
-		if (t1 - last_status >= MM_STATUS_NS) {
-			write_status();
-			last_status = t1;
-		}
 
 		/* 1. the previous quantum's strobe */
 		if (nquanta) {
@@ -914,6 +970,7 @@ static void *mm_main(void *arg)
 			confirm();
 			ewma(&stat_caw_us, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 		}
+		strobe_rt(false);
 		t0 = now_ns(CLOCK_MONOTONIC);
 		watch_dead(t0, &last_probe);
 		drain_suspects();
@@ -926,6 +983,7 @@ static void *mm_main(void *arg)
 		}
 		if (!table)
 			build_table();
+		strobe_rt(true);
 		if (table_dirty)
 			send_table();
 		if (nslots > 1)
@@ -941,13 +999,20 @@ static void *mm_main(void *arg)
 			ewma(&stat_period_us, (t0 - last_start) / 1000);
 		last_start = t0;
 		nquanta++;
+		strobe_rt(false);
+		if (t1 - last_status >= MM_STATUS_NS) {	/* for stormctl */
+			write_status();
+			last_status = t1;
+		}
 
 		/* 5. sleep to the next boundary; never try to catch up */
 		next += (nslots > 1 || q_ns >= MM_IDLE_HEARTBEAT_NS) ? q_ns :
 			MM_IDLE_HEARTBEAT_NS;
 		if (next < now_ns(CLOCK_MONOTONIC))
 			next = now_ns(CLOCK_MONOTONIC);
-		sleep_until(next);
+		strobe_rt(true);
+		sleep_quantum(next, &last_rebuild, &last_status);
+		strobe_rt(false);
 		slurm_mutex_lock(&mm_mutex);
 	}
 	slurm_mutex_unlock(&mm_mutex);
