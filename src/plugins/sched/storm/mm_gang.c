@@ -934,6 +934,11 @@ static void *mm_main(void *arg)
 			 * schedule's next boundary (up to an old quantum
 			 * away) */
 			next = now_ns(CLOCK_MONOTONIC);
+			/* and the measured period starts over: an average
+			 * across two quanta says nothing (it read 6.1 s for
+			 * 8 s quanta) */
+			last_start = 0;
+			stat_period_us = 0;
 		}
 		slurm_mutex_unlock(&mm_mutex);
 
