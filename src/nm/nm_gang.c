@@ -48,7 +48,10 @@
 #define NM_GANG_RT_PRIO 41
 #define NM_GANG_WAIT_MIN_MS 5		/* fail-safe check, at the soonest */
 #define NM_GANG_WAIT_MAX_MS 250		/* and at the latest */
-#define NM_GANG_RETRY_EPOCHS 8		/* re-look for an absent cgroup */
+/* An absent job cgroup (the job is still starting here) is looked for
+ * again at the first strobe after this; on a timer rather than every few
+ * strobes, which at 120 s quanta meant 16 minutes. */
+#define NM_GANG_RETRY_NS 50000000ULL
 #define NM_GANG_TRACE 512
 
 typedef struct gjob {
@@ -61,7 +64,7 @@ typedef struct gjob {
 	bool no_idle;		/* cpu.idle unavailable: freeze instead */
 	uint64_t synced_ns;	/* last move of its processes (v1) */
 	bool listed;		/* in the current table */
-	uint64_t retry_epoch;	/* next epoch to look for its cgroup */
+	uint64_t retry_ns;	/* look for its cgroup again after this */
 } gjob_t;
 
 typedef struct trace {
@@ -137,7 +140,7 @@ static void drop_job(gjob_t *j)
 }
 
 /* Freeze or thaw one job; a vanished cgroup means the job ended here. */
-static void set_frozen(gjob_t *j, bool frozen, uint64_t epoch)
+static void set_frozen(gjob_t *j, bool frozen)
 {
 	int rc;
 
@@ -150,7 +153,7 @@ static void set_frozen(gjob_t *j, bool frozen, uint64_t epoch)
 		close(j->fd);
 		j->fd = -1;
 		j->frozen = false;
-		j->retry_epoch = epoch + NM_GANG_RETRY_EPOCHS;
+		j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
 		return;
 	}
 	j->frozen = frozen;
@@ -215,7 +218,7 @@ static int thaw_all(void)
 	for (int i = 0; i < njobs; i++) {
 		if (jobs[i].frozen || jobs[i].idle)
 			n++;
-		set_frozen(&jobs[i], false, 0);
+		set_frozen(&jobs[i], false);
 		set_idle(&jobs[i], false);
 	}
 	return n;
@@ -246,10 +249,11 @@ static void load_table(uint64_t want_gen)
 }
 
 /* Switch to slot: freeze the outgoing jobs first, then thaw the incoming. */
-static uint32_t apply(uint32_t slot, uint64_t epoch)
+static uint32_t apply(uint32_t slot)
 {
 	const storm_gang_table_t *t = table_buf;
 	uint32_t bit = slot < 32 ? 1u << slot : 0, nfrozen = 0;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 	for (int i = 0; i < njobs; i++)
 		jobs[i].listed = false;
@@ -263,20 +267,20 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 			j->listed = true;
 			j->mask = e->slot_mask;
 			j->how = e->how;
-			if (j->fd < 0 && epoch >= j->retry_epoch) {
+			if (j->fd < 0 && now >= j->retry_ns) {
 				int fd = nm_cg_job_open(j->job_id, j->uid);
 
 				if (fd >= 0)
 					j->fd = fd;
 				else
-					j->retry_epoch = epoch + NM_GANG_RETRY_EPOCHS;
+					j->retry_ns = now + NM_GANG_RETRY_NS;
 			}
 		}
 	}
 	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
 	for (int i = 0; i < njobs;) {
 		if (!jobs[i].listed) {
-			set_frozen(&jobs[i], false, epoch);
+			set_frozen(&jobs[i], false);
 			drop_job(&jobs[i]);
 			continue;
 		}
@@ -289,17 +293,17 @@ static uint32_t apply(uint32_t slot, uint64_t epoch)
 		if (j->mask & bit)
 			continue;
 		if (by_idle(j)) {
-			set_frozen(j, false, epoch);
+			set_frozen(j, false);
 			set_idle(j, true);
 		} else {
 			set_idle(j, false);
-			set_frozen(j, true, epoch);
+			set_frozen(j, true);
 		}
 	}
 	for (int i = 0; i < njobs; i++) {
 		if (jobs[i].mask & bit) {
 			set_idle(&jobs[i], false);
-			set_frozen(&jobs[i], false, epoch);
+			set_frozen(&jobs[i], false);
 		}
 	}
 	for (int i = 0; i < njobs; i++)
@@ -346,7 +350,7 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	t = &ring[ring_n++ % NM_GANG_TRACE];
 	*t = (trace_t) { .epoch = s.epoch, .sent_ns = s.sent_ns,
 			 .recv_ns = recv_ns, .slot = s.slot };
-	t->nfrozen = apply(s.slot, s.epoch);
+	t->nfrozen = apply(s.slot);
 	t->done_ns = now_ns(CLOCK_REALTIME);
 	last = s;
 	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
