@@ -810,8 +810,9 @@ static void release_all(void)
  * strobe, the probe and the sleep to the boundary, where it waits on
  * nothing but the fabric's progress thread and the clock.  At normal
  * priority each of those three wake-ups a quantum queued behind the job a
- * node had just thawed: on 2 nodes at 5 ms the period stretched to 6.6-8.8
- * ms once the nodes switched at COMMIT.  It is back at normal priority
+ * node had just thawed: on 2 nodes at 5 ms the period stretched to 5.7-8.8
+ * ms (a strobe took 2.9-6.4 ms) once the nodes switched at COMMIT; 5.5 ms
+ * (0.2 ms) with these waits real-time.  It is back at normal priority
  * whenever it takes slurmctld's locks, drains a node or writes a file:
  * with the whole thread real-time, slurmctld once hung at start-up on a
  * busy 2-core host (the thread waited on a lock whose holder never ran).
