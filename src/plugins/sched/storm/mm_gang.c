@@ -809,13 +809,14 @@ static void release_all(void)
  * managers' threads) only while it drives the fabric: the confirm, the
  * strobe, the probe and the sleep to the boundary, where it waits on
  * nothing but the fabric's progress thread and the clock.  At normal
- * priority each of those three wake-ups a quantum queued behind the job a
- * node had just thawed: on 2 nodes at 5 ms the period stretched to 5.7-8.8
- * ms (a strobe took 2.9-6.4 ms) once the nodes switched at COMMIT; 5.5 ms
- * (0.2 ms) with these waits real-time.  It is back at normal priority
- * whenever it takes slurmctld's locks, drains a node or writes a file:
- * with the whole thread real-time, slurmctld once hung at start-up on a
- * busy 2-core host (the thread waited on a lock whose holder never ran).
+ * priority each of those wake-ups (three or four a quantum) queued
+ * behind the job a node had just thawed: on 2 nodes at 5 ms the period
+ * stretched to 5.7-8.8 ms (a strobe took 2.9-6.4 ms) once the nodes
+ * switched at COMMIT; 5.5 ms (0.2 ms) with these waits real-time.  It is
+ * back at normal priority whenever it takes slurmctld's locks, drains a
+ * node or writes a file: with the whole thread real-time, slurmctld once
+ * hung at start-up on a busy 2-core host (the thread waited on a lock
+ * whose holder never ran).
  */
 static void strobe_rt(bool on)
 {
@@ -828,6 +829,15 @@ static void strobe_rt(bool on)
 		warned = true;
 		verbose("%s: no SCHED_FIFO for the strobe thread (%s); quanta will be late on a busy host",
 			MM_PREFIX, strerror(rc));
+	}
+}
+
+/* The file `stormctl show` reads, at most once a second. */
+static void status_if_due(uint64_t now, uint64_t *last_status)
+{
+	if (now - *last_status >= MM_STATUS_NS) {
+		write_status();
+		*last_status = now;
 	}
 }
 
@@ -857,7 +867,7 @@ static void sleep_quantum(uint64_t next, uint64_t *last_rebuild,
 {
 	for (;;) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		bool wake, changed = false;
+		bool wake, job_left = false;
 
 		if (now >= next)
 			return;
@@ -875,20 +885,15 @@ static void sleep_quantum(uint64_t next, uint64_t *last_rebuild,
 
 			now = now_ns(CLOCK_MONOTONIC);
 			*last_rebuild = now;
-			if (rebuild())
+			if (rebuild())	/* keeps cur_slot < nslots */
 				build_table();
-			changed = jobs_left != left;
-			if (now - *last_status >= MM_STATUS_NS) {
-				write_status();
-				*last_status = now;
-			}
+			job_left = jobs_left != left;
+			status_if_due(now, last_status);
 		}
 		strobe_rt(true);
 		if (wake)
 			return;
-		if (changed && table_dirty && !send_table()) {
-			if (cur_slot >= nslots)
-				cur_slot = 0;
+		if (job_left && table_dirty && !send_table()) {
 			epoch++;
 			send_strobe((uint32_t) cur_slot);
 		}
@@ -1006,10 +1011,8 @@ static void *mm_main(void *arg)
 		last_start = t0;
 		nquanta++;
 		strobe_rt(false);
-		if (t1 - last_status >= MM_STATUS_NS) {	/* for stormctl */
-			write_status();
-			last_status = t1;
-		}
+		status_if_due(t1, &last_status);
+
 
 		/* 5. sleep to the next boundary; never try to catch up */
 		next += (nslots > 1 || q_ns >= MM_IDLE_HEARTBEAT_NS) ? q_ns :
