@@ -90,12 +90,14 @@ class Cluster:
     select_params: SelectTypeParameters (CR_Core leaves memory out of
     admission, as many gang-scheduled sites do).  storm_conf: lines added to the cluster's base storm.conf.  extra_conf: lines appended
     to slurm.conf.  partition_opts: extra words on the PartitionName line.
+    local_mb: size of each node's RAM disk (its `<dir>/local`).
     """
 
     def __init__(self, workdir, nodes=8, storm=True, builddir=None,
                  storm_conf="", extra_conf="", partition_opts="",
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
-                 expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory"):
+                 expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory",
+                 local_mb=1024):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         self.dir = os.path.abspath(workdir)
@@ -110,6 +112,7 @@ class Cluster:
         self.real_memory = real_memory
         self.proctrack = proctrack
         self.node_mem_mb = node_mem_mb
+        self.local_mb = local_mb
         self.select_params = select_params
         # start() waits for the node managers unless told none will run
         # (a deliberately broken storm.conf keeps them from starting).
@@ -140,18 +143,46 @@ class Cluster:
         """Host-side view of a node's private directory (`<dir>/local` there)."""
         return self.path("nodefs", node)
 
+    def _mount_local(self, node):
+        """A node's local directory is a RAM disk of its own, as on a
+        compute node: BcastDir, sbcast's destination and TmpFS live there
+        (on the host's disk, writes would cost the file system's block
+        allocation, not a node's)."""
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0755" % self.local_mb,
+                        "storm-" + node, self.node_local(node)], check=True)
+
+    def resize_local(self, node, mb):
+        """Change a node's RAM disk size (what the node managers see too:
+        the node's bind mount shares it)."""
+        subprocess.run(["mount", "-o", "remount,size=%dm" % mb, self.node_local(node)],
+                       check=True)
+
+    def _unmount_locals(self):
+        """Unmount this directory's node RAM disks (also an earlier, killed
+        run's); the nodes' own views go with their mount namespaces."""
+        top = self.path("nodefs") + "/"
+        for _ in range(4):              # stacked mounts, innermost last
+            with open("/proc/self/mounts") as f:
+                mnts = [ln.split()[1] for ln in f if ln.split()[1].startswith(top)]
+            if not mnts:
+                return
+            for m in mnts:
+                subprocess.run(["umount", "-l", m], check=False)
+
     def log(self, node=None):
         return self.path("log", "slurmd-%s.log" % node if node else "slurmctld.log")
 
     # -- configuration -------------------------------------------------
     def write_config(self):
         # A fresh cluster: no state, spool or node files from an earlier run.
+        self._unmount_locals()
         for sub in ("state", "spool", "run", "nodefs", "log"):
             shutil.rmtree(self.path(sub), ignore_errors=True)
         for sub in ("etc", "state", "spool", "run", "log", "nodefs", "local"):
             os.makedirs(self.path(sub), exist_ok=True)
         for n in self.node_names():
             os.makedirs(self.node_local(n), exist_ok=True)
+            self._mount_local(n)
             os.makedirs(self.path("spool", n), exist_ok=True)
         if self.port_base is None:
             # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
@@ -526,6 +557,7 @@ class Cluster:
         self._remove_cgroups(self.cgroup_root("cpu"))
         if self.node_mem_mb:
             self._remove_cgroups(self.cgroup_root("memory"))
+        self._unmount_locals()
 
     def oom_kills(self, node):
         """OOM kills in the node's memory cgroup so far (node_mem_mb)."""

@@ -176,6 +176,34 @@ def test_too_large_for_bcastmaxsize(cluster):
     assert "Can not execute" in r.stderr and "BcastMaxSize" in r.stderr, r.stderr
 
 
+def test_larger_than_a_nodes_ram_disk(cluster):
+    # node2's RAM disk shrinks to 4 MiB: a 6 MiB program fits BcastMaxSize
+    # but not there.  The error names node2, no task runs, and node1 keeps
+    # no copy or temporary file.
+    script = os.path.join(share_dir(cluster), "wide.sh")
+    checksum_script(script, 6 * 1024 * 1024)
+    marker = cluster.path("share", "wide.ran")
+    with open(script, "r+") as f:       # a task that ran leaves a trace
+        body = f.read().replace("exit 0\n", "touch %s; exit 0\n" % marker, 1)
+        f.seek(0)
+        f.write(body)
+    cluster.wait_idle()
+    cluster.resize_local("node2", 4)
+    try:
+        r = cluster.run(["srun", "-N2", "-w", "node[1-2]", script], check=False,
+                        env=env(cluster, **BCAST), timeout=120)
+    finally:
+        cluster.resize_local("node2", cluster.local_mb)
+    assert r.returncode != 0
+    assert "node2" in r.stderr and "No space left on device" in r.stderr, r.stderr
+    assert not os.path.exists(marker)
+    for n in ("node1", "node2"):
+        d = os.path.join(cluster.node_local(n), "storm")
+        left = [os.path.join(j, f) for j in job_dirs(cluster, n)
+                for f in os.listdir(os.path.join(d, j))]
+        assert not left, "%s keeps %s" % (n, left)
+
+
 def ensure_user(name):
     if subprocess.run(["id", name], capture_output=True).returncode:
         subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True)
