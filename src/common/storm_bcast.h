@@ -11,13 +11,16 @@
  *   0. srun -> relay (TCP, BcastPort): a storm_relay_req_t, srun's munge
  *      credential (its payload names job, step, uid, file, size, mode and
  *      checksum), the step's node list, then the file.  The relay checks the
- *      credential as every node does, receives the file straight into the
- *      mapping of its own temporary file and verifies the checksum.
- *   1. XFER-AND-SIGNAL of the credential (the manifest) from the relay to
- *      the step's other nodes, at offset STORM_BCAST_MANIFEST | key.  Each
- *      NM verifies it on commit, prepares a hidden temporary file of the
- *      right size and sets its variable storm_bcast_var(key) to
- *      STORM_BCAST_VAL(key, READY) or to a refusal code.
+ *      credential as every node does (asking slurmctld about the job).
+ *   1. Before it reads the file: XFER-AND-SIGNAL of the manifest (the
+ *      credential, a newline and the relay's job attestation, a munge
+ *      credential of root naming key, job, owner and nodes) from the relay
+ *      to the step's other nodes, at offset STORM_BCAST_MANIFEST | key.
+ *      Each NM verifies it on commit, prepares a hidden temporary file of
+ *      the right size and sets its variable storm_bcast_var(key) to
+ *      STORM_BCAST_VAL(key, READY) or to a refusal code.  Meanwhile the
+ *      relay receives the file straight into the mapping of its own
+ *      temporary file and verifies the checksum.
  *   2. COMPARE-AND-WRITE(var == READY) over those nodes.
  *   3. XFER-AND-SIGNAL of the file itself to offset STORM_BCAST_DATA | key:
  *      each NM's destination callback returns the mapping of the temporary
@@ -48,7 +51,9 @@
 #define STORM_BCAST_MANIFEST	((uint64_t) 1 << 63)
 #define STORM_BCAST_DATA	((uint64_t) 1 << 62)
 #define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
-#define STORM_BCAST_MAX_MANIFEST 4096
+#define STORM_BCAST_MAX_CRED	4096	/* srun's credential */
+/* on the fabric: srun's credential, a newline, the relay's attestation */
+#define STORM_BCAST_MAX_MANIFEST 16384
 
 /* Variables: one per transfer, chosen by its key, above the NM's own
  * variables.  Two transfers whose keys share a slot on a common node at the

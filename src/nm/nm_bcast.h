@@ -21,6 +21,9 @@ extern int nm_bcast_accept(const char *cred, uint64_t key,
 			   nm_bcast_file_t **out);
 /* Where the data goes: the mapping of the temporary file. */
 extern void *nm_bcast_file_map(nm_bcast_file_t *f, uint64_t *size);
+/* The relay's job attestation to send after srun's credential (see
+ * nm_bcast.c), or NULL: the other nodes then ask slurmctld. */
+extern const char *nm_bcast_file_attest(nm_bcast_file_t *f);
 /* Does the data match the credential's checksum (computed once)? */
 extern bool nm_bcast_file_verify(nm_bcast_file_t *f);
 /* Rename into place (commit) or unlink; frees f.  Returns

@@ -12,9 +12,10 @@
  * all along, connected to each other after the first broadcast.
  *
  * Trust: the relay checks srun's munge credential exactly as every other
- * node does (nm_bcast_accept), forwards that same credential, and each
- * node checks it again for itself; the checksum bound into the credential
- * is verified before the relay multicasts a byte and again on every node.
+ * node does (nm_bcast_accept), forwards that same credential with its job
+ * attestation (nm_bcast.c), and each node checks the credential again for
+ * itself; the checksum bound into the credential is verified before the
+ * relay multicasts a byte of the file and again on every node.
  *
  * Threads: one acceptor; one thread per connection (at most
  * RELAY_MAX_CONN), each bounded by the configured Timeout on every socket
@@ -202,18 +203,27 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 	}
 }
 
-/* Steps 1-4 of storm_bcast.h: the step's other nodes get the file. */
-static int multicast(const storm_set_t *set, const char *cred, uint64_t key,
-		     const void *data, uint64_t size, double *t, char *err,
-		     size_t errlen)
+/*
+ * Step 1 of storm_bcast.h: the manifest (srun's credential and, when it
+ * fits, this node's job attestation).  Sent before srun sends the file, so
+ * that the nodes check it and prepare their files meanwhile.
+ */
+static int send_manifest(const storm_set_t *set, const char *cred,
+			 const char *attest, uint64_t key, char *err,
+			 size_t errlen)
 {
 	storm_set_t failed;
-	char names[1024];
+	char names[1024], *man = NULL;
 	int mrc;
 
-	mrc = storm_xfer_sync(R.nm->ctx, set, cred, strlen(cred),
+	if (attest && strlen(cred) + 1 + strlen(attest) <= STORM_BCAST_MAX_MANIFEST &&
+	    asprintf(&man, "%s\n%s", cred, attest) < 0)
+		man = NULL;
+	mrc = storm_xfer_sync(R.nm->ctx, set, man ? man : cred,
+			      strlen(man ? man : cred),
 			      STORM_BCAST_MANIFEST | key, STORM_NO_EVENT,
 			      &failed);
+	free(man);
 	if (mrc) {
 		set_names(&failed, names, sizeof(names));
 		snprintf(err, errlen, "node(s) %s did not receive the broadcast request: %s",
@@ -221,6 +231,17 @@ static int multicast(const storm_set_t *set, const char *cred, uint64_t key,
 			 storm_strerror(mrc));
 		return -1;
 	}
+	return 0;
+}
+
+/* Steps 2-4 of storm_bcast.h: the step's other nodes get the file. */
+static int multicast(const storm_set_t *set, uint64_t key, const void *data,
+		     uint64_t size, double *t, char *err, size_t errlen)
+{
+	storm_set_t failed;
+	char names[1024];
+	int mrc;
+
 	if (wait_state(set, key, STORM_BCAST_READY, err, errlen))
 		return -1;
 	t[0] = now_ms();
@@ -305,7 +326,7 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	char *cred = NULL, *nodes = NULL, err[2048];
 	uint64_t key, size = 0;
 	void *map;
-	double t0 = now_ms(), t_recv, t_mc[2] = { 0, 0 }, t_end;
+	double t0 = now_ms(), t_man, t_recv, t_mc[2] = { 0, 0 }, t_end;
 	int st, rc = -1, rrc;
 
 	err[0] = '\0';
@@ -321,7 +342,7 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	if (rq.magic == STORM_RELAY_MAGIC && rq.size <= R.nm->conf.bcast_max_bytes)
 		*unread = rq.size;
 	if (rq.magic != STORM_RELAY_MAGIC || !rq.cred_len ||
-	    rq.cred_len > STORM_BCAST_MAX_MANIFEST || !rq.nodes_len ||
+	    rq.cred_len > STORM_BCAST_MAX_CRED || !rq.nodes_len ||
 	    rq.nodes_len > STORM_RELAY_MAX_NODELIST || !key) {
 		snprintf(err, sizeof(err), "malformed request (not a STORM broadcast, or sizes out of range)");
 		goto done;
@@ -360,6 +381,12 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 			 rq.size, size);
 		goto done;
 	}
+	storm_set_remove(&set, R.nm->rank);
+	if (storm_set_count(&set) &&
+	    send_manifest(&set, cred, nm_bcast_file_attest(f), key, err,
+			  sizeof(err)))
+		goto done;
+	t_man = now_ms();
 	if (size && (rrc = storm_bcast_io(fd, map, size, false))) {
 		snprintf(err, sizeof(err), "srun stopped sending the file: %s",
 			 strerror(-rrc));
@@ -373,9 +400,8 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 			 R.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
 		goto done;
 	}
-	storm_set_remove(&set, R.nm->rank);
 	if (storm_set_count(&set) &&
-	    multicast(&set, cred, key, map, size, t_mc, err, sizeof(err)))
+	    multicast(&set, key, map, size, t_mc, err, sizeof(err)))
 		goto done;
 	st = nm_bcast_finish(f, true);
 	f = NULL;
@@ -387,9 +413,9 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	t_end = now_ms();
 	if (!t_mc[0])
 		t_mc[0] = t_mc[1] = t_recv;
-	snprintf(msg, msglen, "relay=%s recv_ms=%.3f manifest_ms=%.3f data_ms=%.3f confirm_ms=%.3f",
-		 R.nm->node, t_recv - t0, t_mc[0] - t_recv, t_mc[1] - t_mc[0],
-		 t_end - t_mc[1]);
+	snprintf(msg, msglen, "relay=%s check_ms=%.3f recv_ms=%.3f ready_ms=%.3f data_ms=%.3f confirm_ms=%.3f",
+		 R.nm->node, t_man - t0, t_recv - t_man, t_mc[0] - t_recv,
+		 t_mc[1] - t_mc[0], t_end - t_mc[1]);
 	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
 	rc = 0;
 done:

@@ -95,6 +95,12 @@ def test_bcast_16_nodes(make_cluster):
     rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
     assert len(rows) == 16 and {x[1] for x in rows} == {digest}, r.stdout + r.stderr
     assert "storm-bcast:" in r.stderr and "nodes=16" in r.stderr
+    # the relay (node1) asked slurmctld about the job once; the other nodes
+    # took its munge-signed word for it
+    for n in c.node_names()[1:]:
+        with open(c.path("log", "storm-nm-%s.log" % n)) as f:
+            assert "sum16.sh (%d bytes) from rank 0 (job checked by the relay)" % (
+                5 * 1024 * 1024 + 7) in f.read(), n
     wait_no_files(c)
 
 
