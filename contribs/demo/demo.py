@@ -60,8 +60,9 @@ def section_sbatch(c, tmp):
 
 def section_launch(tmp, builddir=None, runs=3):
     """The 16-node, 12 MiB row of the launch benchmark, measured here:
-    stock srun, stock srun --bcast, srun with the STORM broadcast, and the
-    transfers alone (sbcast in an allocation vs what STORM's srun logs)."""
+    stock srun, stock srun --bcast, srun with the STORM broadcast (launch
+    overlapped with the transfer, and the transfer first), and the transfers
+    alone (sbcast in an allocation vs what STORM's sequential srun logs)."""
     import re
     import subprocess
     say("== Launch: a 12 MiB static program on 16 nodes (%d runs each)" % runs)
@@ -79,7 +80,10 @@ def section_launch(tmp, builddir=None, runs=3):
         envs = {"stock srun": dict(c.env, SLURM_STORM_BCAST="no"),
                 "stock srun --bcast": dict(c.env, SLURM_STORM_BCAST="no"),
                 "srun, STORM broadcast": dict(c.env, SLURM_STORM_BCAST="yes",
-                                              SLURM_STORM_BCAST_TIMING="1")}
+                                              SLURM_STORM_BCAST_OVERLAP="yes"),
+                "  the same, sequential": dict(c.env, SLURM_STORM_BCAST="yes",
+                                               SLURM_STORM_BCAST_OVERLAP="no",
+                                               SLURM_STORM_BCAST_TIMING="1")}
         res = {k: [] for k in envs}
         xfer = []
         for _ in range(runs):

@@ -55,6 +55,10 @@
 /* on the fabric: srun's credential, a newline, the relay's attestation */
 #define STORM_BCAST_MAX_MANIFEST 16384
 
+/* srun -> the step's tasks (BcastOverlap): "<key hex>:<wait ms>", the
+ * transfer whose file a task waits for on its node before exec. */
+#define STORM_BCAST_WAIT_ENV	"SLURM_STORM_BCAST_WAIT"
+
 /* Variables: one per transfer, chosen by its key, above the NM's own
  * variables.  Two transfers whose keys share a slot on a common node at the
  * same time disturb each other (the later one's states replace the

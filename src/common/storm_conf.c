@@ -55,6 +55,7 @@ static const key_def_t keys[] = {
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
+	{ "BcastOverlap", K_BOOL, F(bcast_overlap), 0, 0, 0 },
 	{ "BcastDir", K_STRING, F(bcast_dir), S(bcast_dir), 0, 0 },
 	{ "BcastMaxSize", K_SIZE, F(bcast_max_bytes), 0, 1, 1ULL << 40 },
 	{ "ChunkSize", K_SIZE, F(chunk_bytes), 0, 4096, 64ULL << 20 },
@@ -101,6 +102,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->suspect_quanta = 50;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
+	conf->bcast_overlap = true;
 	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
 	conf->bcast_max_bytes = 1ULL << 30;
 	conf->chunk_bytes = 512 * 1024;
@@ -594,7 +596,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
 		     "FailSafe=%" PRIu64 "us\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
-		     "BcastExecutable=%s\nBcastDir=%s\nBcastMaxSize=%" PRIu64 "\n"
+		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
+		     "BcastMaxSize=%" PRIu64 "\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
@@ -602,7 +605,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->bcast_port_hi, c->ctl_port,
 		     c->failsafe_us,
 		     c->suspect_quanta, c->timeout_us,
-		     c->bcast_executable ? "yes" : "no", c->bcast_dir,
+		     c->bcast_executable ? "yes" : "no",
+		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->chunk_bytes, c->window,
 		     c->tree_arity, c->mem_reserve_mb,
 		     c->nm_path[0] ? c->nm_path : "(default)", c->nm_log);

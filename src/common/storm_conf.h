@@ -49,6 +49,8 @@ typedef struct {
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
+	bool bcast_overlap;		/* BcastOverlap= launch while the file
+					 * travels; tasks wait for it */
 	char bcast_dir[256];		/* BcastDir= node-local tmpfs */
 	uint64_t bcast_max_bytes;	/* BcastMaxSize= largest file accepted */
 	uint64_t chunk_bytes;		/* ChunkSize= pipeline chunk */

@@ -78,9 +78,12 @@ typedef struct nm_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	int fd;			/* the connection (see NM_CTL_KEPT) */
 } nm_peer_t;
 /* Handler: write text into out; return 0 (reply "ok <text>") or nonzero
- * (reply "error <text>"). */
+ * (reply "error <text>"), or NM_CTL_KEPT: the handler took peer->fd and
+ * replies on it (then closes it) later, from another thread. */
+#define NM_CTL_KEPT 0x4b505421
 typedef int (*nm_ctl_f)(nm_t *nm, const nm_peer_t *peer, char *args,
 			char *out, size_t outlen);
 extern int nm_ctl_register(const char *command, nm_ctl_f fn);

@@ -144,6 +144,8 @@ static void set_state(uint64_t key, int st)
 	if (rc)
 		nm_error("bcast: cannot set variable %d: %s", var,
 			 storm_strerror(rc));
+	if (st != STORM_BCAST_READY)
+		nm_bcast_wake(key, st);
 }
 
 /* caller holds B.lock */
@@ -880,7 +882,11 @@ extern bool nm_bcast_file_verify(nm_bcast_file_t *x)
 
 extern int nm_bcast_finish(nm_bcast_file_t *x, bool commit)
 {
-	return finish_xfer(x, commit);
+	uint64_t key = x->key;
+	int st = finish_xfer(x, commit);
+
+	set_state(key, st);	/* the tasks waiting on this node */
+	return st;
 }
 
 /* ----------------------------------------------------------- sweep */
@@ -987,6 +993,12 @@ static void *worker(void *arg)
 		if (!w) {
 			struct timespec ts;
 
+			pthread_mutex_unlock(&B.lock);
+			nm_bcast_wait_expire();
+			pthread_mutex_lock(&B.lock);
+			if (B.head || B.stop)
+				continue;
+
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;
 			pthread_cond_timedwait(&B.cond, &B.lock, &ts);
@@ -1089,6 +1101,7 @@ static int bcast_init(nm_t *nm)
 	storm_set_dest_fn(nm->ctx, dest_cb, release_cb, nm);
 	nm_ctl_register("bcast_cleanup", ctl_cleanup);
 	nm_ctl_register("bcast_status", ctl_status);
+	nm_bcast_wait_init();
 	nm_info("bcast: receiving broadcasts into %s (BcastMaxSize=%" PRIu64 ")",
 		nm->conf.bcast_dir, nm->conf.bcast_max_bytes);
 	return 0;
@@ -1121,6 +1134,7 @@ static void bcast_fini(nm_t *nm)
 	if (B.dirfd >= 0)
 		close(B.dirfd);
 	B.dirfd = -1;
+	nm_bcast_wait_fini();
 }
 
 const nm_module_t nm_bcast_module = {

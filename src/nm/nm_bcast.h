@@ -30,4 +30,16 @@ extern bool nm_bcast_file_verify(nm_bcast_file_t *f);
  * STORM_BCAST_DONE or why not. */
 extern int nm_bcast_finish(nm_bcast_file_t *f, bool commit);
 
+/*
+ * Tasks that wait for their node's copy before exec (BcastOverlap,
+ * nm_bcast_wait.c): the "bcast_wait" control command; nm_bcast_wake()
+ * records a transfer's final state on this node (DONE or why not) and
+ * answers its waiters; nm_bcast_wait_expire() answers those whose wait ran
+ * out; nm_bcast_wait_fini() answers everyone (the NM stops).
+ */
+extern void nm_bcast_wait_init(void);
+extern void nm_bcast_wake(uint64_t key, int st);
+extern void nm_bcast_wait_expire(void);
+extern void nm_bcast_wait_fini(void);
+
 #endif /* STORM_NM_BCAST_H */

@@ -73,7 +73,8 @@ extern int nm_ctl_open(nm_t *nm)
 	return 0;
 }
 
-static void serve_one(nm_t *nm, int fd)
+/* One request; false when a handler kept the connection. */
+static bool serve_one(nm_t *nm, int fd)
 {
 	char req[NM_CTL_MSG], reply[NM_CTL_MSG];
 	struct ucred cred;
@@ -84,13 +85,14 @@ static void serve_one(nm_t *nm, int fd)
 	int i;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
-		return;
+		return true;
 	peer.pid = cred.pid;
 	peer.uid = cred.uid;
 	peer.gid = cred.gid;
+	peer.fd = fd;
 	n = recv(fd, req, sizeof(req) - 1, 0);
 	if (n <= 0)
-		return;
+		return true;
 	req[n] = '\0';
 	args = strchr(req, ' ');
 	if (args)
@@ -107,10 +109,13 @@ static void serve_one(nm_t *nm, int fd)
 		char text[NM_CTL_MSG - 8] = "";
 		int rc = cmds[i].fn(nm, &peer, args, text, sizeof(text));
 
+		if (rc == NM_CTL_KEPT)
+			return false;
 		snprintf(reply, sizeof(reply), "%s%s%s", rc ? "error" : "ok",
 			 text[0] ? " " : "", text);
 	}
 	(void) send(fd, reply, strlen(reply), MSG_NOSIGNAL);
+	return true;
 }
 
 extern void nm_ctl_serve(nm_t *nm)
@@ -129,8 +134,8 @@ extern void nm_ctl_serve(nm_t *nm)
 		struct timeval tv = { .tv_sec = 2 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		serve_one(nm, fd);
-		close(fd);
+		if (serve_one(nm, fd))
+			close(fd);
 	}
 }
 

@@ -58,6 +58,31 @@ def test_unknown_control_command(cluster):
         "error unknown command 'frobnicate'")
 
 
+def test_bcast_wait_answers_unknown_and_malformed(cluster):
+    # What a task of an overlapped launch asks before exec: a transfer that
+    # never comes is answered when the wait runs out, never left hanging;
+    # a malformed request gets the usage.
+    t = time.monotonic()
+    reply = nm_request(cluster, "node1", "bcast_wait 5eed1e55 300", timeout=10)
+    waited = time.monotonic() - t
+    assert reply == "error the file did not arrive within the wait", reply
+    assert waited >= 0.3, waited
+    # a pending wait does not hold up the node manager's other requests
+    w = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    w.settimeout(10)
+    try:
+        w.connect(nm_socket(cluster, "node1"))
+        w.send(b"bcast_wait 5eed1e56 2000")
+        assert nm_request(cluster, "node1", "ping").startswith("ok ")
+        assert w.recv(4096).decode() == "error the file did not arrive within the wait"
+    finally:
+        w.close()
+    for bad in ("bcast_wait", "bcast_wait 0 100", "bcast_wait xyz 100",
+                "bcast_wait 12 100 extra"):
+        assert nm_request(cluster, "node1", bad).startswith("error usage:"), bad
+    assert nm_ping(cluster, "node1")
+
+
 def test_second_manager_for_a_node_refuses(cluster):
     node = "node2"
     pid = int(nm_ping(cluster, node)["pid"])

@@ -4,6 +4,7 @@ node-local copy; the files go away with the job.
 
 SLURM_STORM_BCAST=yes turns the STORM broadcast on without --bcast (the
 shared cluster keeps BcastExecutable=no); =no gives stock Slurm."""
+import contextlib
 import hashlib
 import os
 import re
@@ -145,6 +146,49 @@ def test_srun_bcast_option_taken_over_and_opt_out(cluster):
     rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
     assert {x[1] for x in rows} == {digest} and {x[2] for x in rows} == {dest}
     assert "STORM broadcast" not in r.stderr
+
+
+def test_sequential_launch_when_overlap_is_off(cluster):
+    # BcastOverlap=no (here through srun's environment): the file is on
+    # every node before any task is launched; same copies, same place.
+    script = os.path.join(share_dir(cluster), "sumseq.sh")
+    digest = checksum_script(script, 300000)
+    cluster.wait_idle(nodes=["node1", "node2"])
+    run_bcast(cluster, 2, script, digest, extra=["-w", "node[1-2]"],
+              SLURM_STORM_BCAST_OVERLAP="no")
+
+
+def test_overlapped_step_never_runs_the_previous_file(cluster):
+    """Two steps of one allocation broadcast different programs to the same
+    --bcast path.  With the overlapped launch the second step's tasks start
+    while its file travels, and the first step's file is still there under
+    that name: each task must wait for its own transfer (the node manager's
+    answer for its key), so each step prints its own checksum."""
+    d = share_dir(cluster)
+    nodes = cluster.node_names()[:2]
+    for n in nodes:
+        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
+    dest = cluster.path("local", "dest", "same.sh")
+    first, second = os.path.join(d, "first.sh"), os.path.join(d, "second.sh")
+    d1 = checksum_script(first, 64 * 1024)
+    d2 = checksum_script(second, 64 * 1024 * 1024)  # still travelling at exec
+    out = os.path.join(d, "twosteps.out")
+    jobid = cluster.sbatch("-N2", "-w", ",".join(nodes), "-o", out, "--wrap",
+                           "export SLURM_STORM_BCAST_OVERLAP=yes; "
+                           "srun -N2 --bcast=%s %s && srun -N2 --bcast=%s %s" % (
+                               dest, first, dest, second))
+    try:
+        info = cluster.wait_job(jobid, timeout=180)
+        text = open(out).read()
+        assert info["JobState"] == "COMPLETED", (info, text)
+        sums = [l.split()[1] for l in text.splitlines()
+                if l.strip() and not l.startswith("srun")]
+        assert sums == [d1, d1, d2, d2], text
+    finally:
+        cluster.run(["scancel", str(jobid)], check=False)
+        for n in nodes:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(cluster.node_local(n), "dest", "same.sh"))
 
 
 BAD = [

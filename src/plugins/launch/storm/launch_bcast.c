@@ -178,6 +178,39 @@ static void set_timeout(int fd, int opt, uint64_t ms)
 	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
 }
 
+extern uint64_t storm_bcast_new_key(void)
+{
+	uint64_t key = 0;
+
+	if (getrandom(&key, sizeof(key), 0) != sizeof(key)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		key = ((uint64_t) getpid() << 24) ^ (uint64_t) ts.tv_nsec ^
+		      ((uint64_t) ts.tv_sec << 30);
+	}
+	key &= STORM_BCAST_KEY_MASK;
+	return key ? key : 1;
+}
+
+extern char *storm_bcast_remote(const storm_bcast_req_t *req)
+{
+	char *remote = NULL;
+	int rc;
+
+	if (req->dest_dir)
+		rc = asprintf(&remote, "%s/%s", req->dest_dir, req->dest_name);
+	else
+		rc = asprintf(&remote, "%s/job_%u/%s", req->conf->bcast_dir,
+			      req->job, req->dest_name);
+	return rc < 0 ? NULL : remote;
+}
+
+extern uint64_t storm_bcast_wait_ms(const storm_conf_t *conf, uint64_t size)
+{
+	return 4 * (conf->timeout_us / 1000) + 2000 + size / 10000;
+}
+
 extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			   char *err, size_t errlen)
 {
@@ -223,11 +256,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		}
 	}
 	hash = storm_bcast_hash(size ? map : "", size);
-	if (getrandom(&key, sizeof(key), 0) != sizeof(key))
-		key = ((uint64_t) getpid() << 24) ^ (uint64_t) (t0 * 1000);
-	key &= STORM_BCAST_KEY_MASK;
-	if (!key)
-		key = 1;
+	key = req->key ? req->key & STORM_BCAST_KEY_MASK : storm_bcast_new_key();
 	if (find_relay(req->nodelist, relay, sizeof(relay), addr, sizeof(addr),
 		       &index, &nnodes, err, errlen))
 		goto done;
@@ -255,10 +284,9 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	}
 	t_conn = now_ms();
 	/* The relay bounds each of its own waits by Timeout (the manifest,
-	 * two confirmations, the data once it stops flowing); add the time to
-	 * move the data at a pessimistic 10 MB/s. */
+	 * two confirmations, the data once it stops flowing). */
 	set_timeout(sock, SO_SNDTIMEO, timeout_ms);
-	set_timeout(sock, SO_RCVTIMEO, 4 * timeout_ms + 2000 + size / 10000);
+	set_timeout(sock, SO_RCVTIMEO, storm_bcast_wait_ms(conf, size));
 	rq.magic = htonl(STORM_RELAY_MAGIC);
 	rq.cred_len = htonl((uint32_t) strlen(cred));
 	rq.nodes_len = htonl((uint32_t) strlen(req->nodelist));
@@ -298,15 +326,9 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		goto lost;	/* "done" for a file it did not get: not a relay */
 	}
 
-	if (req->dest_dir)
-		rc = asprintf(remote, "%s/%s", req->dest_dir, req->dest_name);
-	else
-		rc = asprintf(remote, "%s/job_%u/%s", conf->bcast_dir, req->job,
-			      req->dest_name);
-	if (rc < 0) {
-		*remote = NULL;
+	*remote = storm_bcast_remote(req);
+	if (!*remote) {
 		snprintf(err, errlen, "out of memory");
-		rc = -1;
 		goto done;
 	}
 	rc = 0;

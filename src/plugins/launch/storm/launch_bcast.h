@@ -17,7 +17,21 @@ typedef struct storm_bcast_req {
 	const char *dest_name;	/* file name on the nodes (storm_bcast_name_ok) */
 	uint32_t job, step;
 	const char *nodelist;	/* the step's nodes, Slurm hostlist form */
+	uint64_t key;		/* the transfer's key; 0: storm_bcast_run
+				 * draws one */
 } storm_bcast_req_t;
+
+/* A fresh random transfer key (48 bits, never 0). */
+extern uint64_t storm_bcast_new_key(void);
+
+/* The path the file gets on the nodes (malloc'ed), or NULL. */
+extern char *storm_bcast_remote(const storm_bcast_req_t *req);
+
+/* How long srun waits for the relay's answer about a file of size bytes,
+ * in ms: four times Timeout (the relay's own waits) plus the time the data
+ * takes at a pessimistic 10 MB/s.  Tasks that wait for the file on their
+ * node (BcastOverlap) wait as long. */
+extern uint64_t storm_bcast_wait_ms(const storm_conf_t *conf, uint64_t size);
 
 /*
  * Broadcast one file to the node managers of nodelist and confirm that

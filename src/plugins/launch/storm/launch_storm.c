@@ -3,7 +3,8 @@
  *
  * Wraps launch/slurm: step creation, I/O and task launch stay Slurm's; this
  * plugin is where srun hands executables and --bcast files to the STORM
- * broadcast before the tasks start.
+ * broadcast, before the tasks are launched or (BcastOverlap) while they
+ * are, each task then waiting for its node's copy before exec.
  *
  * It is installed as launch_slurm.so in the STORM PluginDir, which comes
  * before Slurm's own, so sites keep LaunchType=launch/slurm.  Any other
@@ -18,9 +19,14 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
+#include "src/common/env.h"
 #include "src/common/slurm_opt.h"
 #include "src/srun/libsrun/launch.h"
 
@@ -76,6 +82,7 @@ static storm_wrap_t base_lib;
  */
 static struct {
 	bool active;
+	bool overlap;		/* BcastOverlap, or SLURM_STORM_BCAST_OVERLAP */
 	char *dest;		/* --bcast=PATH, else NULL */
 	storm_conf_t conf;
 } bc;
@@ -100,6 +107,9 @@ static void bcast_setup(slurm_opt_t *opt_local)
 	if (!sropt->bcast_flag && !bc.conf.bcast_executable && !force)
 		return;
 	bc.active = true;
+	bc.overlap = bc.conf.bcast_overlap;
+	if ((env = getenv("SLURM_STORM_BCAST_OVERLAP")))
+		bc.overlap = !strcasecmp(env, "yes") || !strcmp(env, "1");
 	if (sropt->bcast_flag && sropt->bcast_file &&
 	    sropt->bcast_file[0] == '/')
 		bc.dest = xstrdup(sropt->bcast_file);
@@ -156,14 +166,26 @@ static void bcast_name(const char *path, uint32_t step, char *out, size_t len)
 			out[o] = '_';
 }
 
-static int bcast_step(srun_job_t *job, slurm_opt_t *opt_local)
+/* One broadcast: the request and the buffers it points into. */
+typedef struct bcast_run {
+	storm_bcast_req_t req;
+	char name[256], dir[4096];
+	char *nodes;			/* the step's node list (xstrdup) */
+	char *remote;			/* the path on the nodes */
+	char err[4096];
+	int rc;
+	pthread_t thread;
+} bcast_run_t;
+
+/* Fill r from the step and --bcast; 0 or SLURM_ERROR (logged). */
+static int bcast_prepare(srun_job_t *job, slurm_opt_t *opt_local,
+			 bcast_run_t *r)
 {
 	srun_opt_t *sropt = opt_local->srun_opt;
-	storm_bcast_req_t req = { .conf = &bc.conf };
-	char err[4096], name[256], dir[4096];
-	char *remote = NULL;
 	slurm_step_layout_t *layout = NULL;
 
+	memset(r, 0, sizeof(*r));
+	r->req.conf = &bc.conf;
 	if (job->step_ctx && job->step_ctx->step_resp)
 		layout = job->step_ctx->step_resp->step_layout;
 	if (!layout || !layout->node_list || !sropt->argv || !sropt->argv[0]) {
@@ -171,50 +193,133 @@ static int bcast_step(srun_job_t *job, slurm_opt_t *opt_local)
 		      &job->step_id);
 		return SLURM_ERROR;
 	}
-	req.path = sropt->argv[0];
-	req.job = job->step_id.job_id;
-	req.step = job->step_id.step_id;
-	req.nodelist = layout->node_list;
+	r->nodes = xstrdup(layout->node_list);
+	r->req.path = sropt->argv[0];
+	r->req.job = job->step_id.job_id;
+	r->req.step = job->step_id.step_id;
+	r->req.nodelist = r->nodes;
 	if (bc.dest) {
 		size_t l = strlen(bc.dest);
 		char *slash;
 
-		snprintf(dir, sizeof(dir), "%s", bc.dest);
+		snprintf(r->dir, sizeof(r->dir), "%s", bc.dest);
 		if (l && bc.dest[l - 1] == '/') {
 			/* a directory: Slurm's name, without the node suffix */
-			while (l > 1 && dir[l - 1] == '/')
-				dir[--l] = '\0';
-			snprintf(name, sizeof(name), "slurm_bcast_%u.%u",
-				 req.job, req.step);
+			while (l > 1 && r->dir[l - 1] == '/')
+				r->dir[--l] = '\0';
+			snprintf(r->name, sizeof(r->name), "slurm_bcast_%u.%u",
+				 r->req.job, r->req.step);
 		} else {
-			slash = strrchr(dir, '/');
-			snprintf(name, sizeof(name), "%s", slash + 1);
+			slash = strrchr(r->dir, '/');
+			snprintf(r->name, sizeof(r->name), "%s", slash + 1);
 			*slash = '\0';
-			if (!dir[0])
-				snprintf(dir, sizeof(dir), "/");
+			if (!r->dir[0])
+				snprintf(r->dir, sizeof(r->dir), "/");
 		}
-		if (!storm_bcast_name_ok(name)) {
+		if (!storm_bcast_name_ok(r->name)) {
 			error("%s: --bcast=%s: the file name must not start with '.' or contain blanks",
 			      PREFIX, bc.dest);
+			xfree(r->nodes);
 			return SLURM_ERROR;
 		}
-		req.dest_dir = dir;
+		r->req.dest_dir = r->dir;
 	} else {
-		bcast_name(req.path, req.step, name, sizeof(name));
+		bcast_name(r->req.path, r->req.step, r->name, sizeof(r->name));
 	}
-	req.dest_name = name;
-	if (storm_bcast_run(&req, &remote, err, sizeof(err))) {
+	r->req.dest_name = r->name;
+	return SLURM_SUCCESS;
+}
+
+static void *bcast_thread(void *arg)
+{
+	bcast_run_t *r = arg;
+
+	r->rc = storm_bcast_run(&r->req, &r->remote, r->err, sizeof(r->err));
+	return NULL;
+}
+
+/* After the broadcast: srun's message, and argv[0] to the node-local copy
+ * (as srun.c does after its own bcast_file()). */
+static int bcast_done(srun_job_t *job, slurm_opt_t *opt_local, bcast_run_t *r)
+{
+	srun_opt_t *sropt = opt_local->srun_opt;
+
+	if (r->rc) {
 		error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
-		      PREFIX, req.path, &job->step_id, err);
+		      PREFIX, r->req.path, &job->step_id, r->err);
+	} else {
+		verbose("%s: %ps: broadcast %s to %s as %s", PREFIX,
+			&job->step_id, r->req.path, r->nodes, r->remote);
+		xfree(sropt->argv[0]);
+		sropt->argv[0] = xstrdup(r->remote);
+	}
+	free(r->remote);
+	r->remote = NULL;
+	xfree(r->nodes);
+	return r->rc ? SLURM_ERROR : SLURM_SUCCESS;
+}
+
+/*
+ * BcastOverlap: launch the tasks while the file travels.  argv[0] names
+ * the node-local copy from the start; each task waits in the SPANK plugin
+ * (slurmstepd, before exec) until its node manager says the file of this
+ * transfer key is in place, so no task ever executes a partial or an
+ * older file.  If the broadcast fails, srun says why as before and kills
+ * the step: the tasks never get past their wait.
+ */
+static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
+			    uint32_t *global_rc,
+			    slurm_step_launch_callbacks_t *step_callbacks,
+			    slurm_opt_t *opt_local, bcast_run_t *r)
+{
+	srun_opt_t *sropt = opt_local->srun_opt;
+	struct stat st;
+	char *remote, *old;
+	int rc, prc;
+	bool ok;
+
+	r->req.key = storm_bcast_new_key();
+	remote = storm_bcast_remote(&r->req);
+	if (!remote || stat(r->req.path, &st)) {
+		error("%s: %ps: %s: %s", PREFIX, &job->step_id, r->req.path,
+		      remote ? strerror(errno) : "out of memory");
+		free(remote);
+		xfree(r->nodes);
+		*global_rc = 1;
 		return SLURM_ERROR;
 	}
-	verbose("%s: %ps: broadcast %s to %s as %s", PREFIX, &job->step_id,
-		req.path, layout->node_list, remote);
-	/* as srun.c does after its own bcast_file() */
-	xfree(sropt->argv[0]);
+	env_array_overwrite_fmt(&job->env, STORM_BCAST_WAIT_ENV,
+				"%" PRIx64 ":%" PRIu64, r->req.key,
+				storm_bcast_wait_ms(&bc.conf,
+						    (uint64_t) st.st_size));
+	if ((prc = pthread_create(&r->thread, NULL, bcast_thread, r))) {
+		error("%s: %ps: cannot start the broadcast: %s", PREFIX,
+		      &job->step_id, strerror(prc));
+		free(remote);
+		xfree(r->nodes);
+		*global_rc = 1;
+		return SLURM_ERROR;
+	}
+	/* the thread reads r->req.path: srun's own argv[0], freed after */
+	old = sropt->argv[0];
 	sropt->argv[0] = xstrdup(remote);
 	free(remote);
-	return SLURM_SUCCESS;
+	verbose("%s: launching %ps through launch/slurm while the broadcast runs",
+		PREFIX, &job->step_id);
+	rc = base.step_launch(job, cio_fds, global_rc, step_callbacks,
+			      opt_local);
+	pthread_join(r->thread, NULL);
+	ok = bcast_done(job, opt_local, r) == SLURM_SUCCESS;
+	xfree(old);
+	if (ok)
+		return rc;
+	if (!rc && slurm_kill_job_step(job->step_id.job_id,
+				       job->step_id.step_id, SIGKILL))
+		error("%s: %ps: cannot kill the step: %s", PREFIX,
+		      &job->step_id, slurm_strerror(slurm_get_errno()));
+	*global_rc = 1;
+	/* when the tasks were launched, srun waits for them to go */
+	return rc;
 }
 
 extern int init(void)
@@ -279,10 +384,22 @@ extern int launch_p_step_launch(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 				slurm_step_launch_callbacks_t *step_callbacks,
 				slurm_opt_t *opt_local)
 {
-	if (bc.active && bcast_step(job, opt_local)) {
-		/* no task starts anywhere; srun completes the step */
-		*global_rc = 1;
-		return SLURM_ERROR;
+	bcast_run_t r;
+
+	if (bc.active) {
+		if (bcast_prepare(job, opt_local, &r)) {
+			*global_rc = 1;
+			return SLURM_ERROR;
+		}
+		if (bc.overlap)
+			return bcast_overlapped(job, cio_fds, global_rc,
+						step_callbacks, opt_local, &r);
+		bcast_thread(&r);
+		if (bcast_done(job, opt_local, &r)) {
+			/* no task starts anywhere; srun completes the step */
+			*global_rc = 1;
+			return SLURM_ERROR;
+		}
 	}
 	verbose("%s: launching %ps through launch/slurm", PREFIX, &job->step_id);
 	return base.step_launch(job, cio_fds, global_rc, step_callbacks,

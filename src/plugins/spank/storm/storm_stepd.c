@@ -1,9 +1,23 @@
 /*
  * storm_stepd.c - the SPANK plugin inside slurmstepd (remote context).
+ *
+ * BcastOverlap: srun launches the step while the STORM broadcast moves
+ * its executable, with argv[0] already naming the node-local copy and
+ * SLURM_STORM_BCAST_WAIT=<key>:<ms> in the step's environment.  Each task
+ * waits here, as the user, just before exec, until this node's manager
+ * says the file of that transfer is in place; a refusal, an abort or a
+ * wait that runs out fails the task instead (srun also kills the step when
+ * the broadcast fails), so no task executes a partial or an older file.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "storm_spank.h"
+#include "src/common/storm_bcast.h"
+#include "src/common/storm_nmctl.h"
 
 extern int storm_stepd_init(spank_t sp, int ac, char **av)
 {
@@ -18,7 +32,42 @@ extern int storm_stepd_init(spank_t sp, int ac, char **av)
 
 extern int storm_stepd_task_init(spank_t sp, int ac, char **av)
 {
-	return 0;
+	char val[128], sock[4200], req[128], reply[512];
+	const char *node = getenv("SLURMD_NODENAME");
+	unsigned long long key, ms;
+	storm_conf_t conf;
+	int n = 0, rc;
+
+	if (spank_getenv(sp, STORM_BCAST_WAIT_ENV, val, sizeof(val)) !=
+	    ESPANK_SUCCESS)
+		return 0;
+	/* the user's program does not need to see it */
+	spank_unsetenv(sp, STORM_BCAST_WAIT_ENV);
+	if (sscanf(val, "%llx:%llu%n", &key, &ms, &n) != 2 || val[n]) {
+		slurm_error("%s: malformed %s='%s'", STORM_SPANK_PREFIX,
+			    STORM_BCAST_WAIT_ENV, val);
+		return -1;
+	}
+	if (!node || !node[0]) {
+		slurm_error("%s: no SLURMD_NODENAME: cannot find this node's manager to wait for the broadcast executable",
+			    STORM_SPANK_PREFIX);
+		return -1;
+	}
+	if (storm_spank_load_conf(ac, av, "slurmstepd", &conf, NULL, 0))
+		return -1;
+	storm_nm_paths(conf.bcast_dir, node, NULL, 0, sock, sizeof(sock));
+	snprintf(req, sizeof(req), "bcast_wait %llx %llu", key, ms);
+	reply[0] = '\0';
+	rc = storm_nm_request(sock, req, reply, sizeof(reply),
+			      (int) (ms < 3600000 ? ms : 3600000) + 1000);
+	if (!rc && !strcmp(reply, "ok done"))
+		return 0;
+	slurm_error("%s: the broadcast executable did not arrive on %s: %s",
+		    STORM_SPANK_PREFIX, node,
+		    rc ? strerror(-rc) :
+		    !strncmp(reply, "error ", 6) ? reply + 6 :
+		    reply[0] ? reply : "the node manager closed the connection");
+	return -1;
 }
 
 extern int storm_stepd_exit(spank_t sp, int ac, char **av)

@@ -1,0 +1,183 @@
+/*
+ * nm_bcast_wait.c - tasks that wait on their node for a broadcast file
+ * (storm.conf BcastOverlap).
+ *
+ * With BcastOverlap srun launches the step while the file travels; each
+ * task, in the SPANK plugin before exec, asks its node manager
+ * "bcast_wait <key> <ms>" on the control socket and is answered once this
+ * node's copy of that transfer is in place ("ok done") or refused or
+ * aborted ("error <why>"), or when the wait runs out.  The control socket
+ * serves one request at a time, so a waiter's connection is kept here and
+ * answered from whichever thread ends the transfer.
+ *
+ * Outcomes are remembered by key in a small ring, so a task that asks
+ * after its file arrived is answered at once, and the answer never depends
+ * on a fabric variable that a later transfer may reuse.  Any user may
+ * wait: the answer only says whether a transfer of that (random 48-bit)
+ * key ended on this node.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nm.h"
+#include "nm_bcast.h"
+#include "src/common/storm_bcast.h"
+
+#define MAX_WAITERS 256
+#define OUTCOMES 256
+#define ST_EXPIRED (-1)
+#define ST_STOPPING (-2)
+
+typedef struct waiter {
+	int fd;
+	uint64_t key;
+	struct timespec deadline;	/* CLOCK_MONOTONIC */
+} waiter_t;
+
+static struct {
+	pthread_mutex_t lock;
+	waiter_t w[MAX_WAITERS];
+	int n;
+	struct {
+		uint64_t key;
+		int st;
+	} done[OUTCOMES];
+	int done_pos;
+} W = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool due(const struct timespec *dl, const struct timespec *now)
+{
+	return now->tv_sec > dl->tv_sec ||
+	       (now->tv_sec == dl->tv_sec && now->tv_nsec >= dl->tv_nsec);
+}
+
+/* caller holds W.lock; 0 when the key has no outcome yet */
+static int outcome(uint64_t key)
+{
+	for (int i = 0; i < OUTCOMES; i++)
+		if (W.done[i].key == key)
+			return W.done[i].st;
+	return 0;
+}
+
+static void answer(char *out, size_t len, int st)
+{
+	if (st == STORM_BCAST_DONE)
+		snprintf(out, len, "done");
+	else if (st == ST_EXPIRED)
+		snprintf(out, len, "the file did not arrive within the wait");
+	else if (st == ST_STOPPING)
+		snprintf(out, len, "the node manager is stopping");
+	else
+		snprintf(out, len, "%s", storm_bcast_state_str(st));
+}
+
+/* Reply on a kept connection and close it (never blocks: the peer may be
+ * gone, then the reply is simply lost). */
+static void reply(int fd, int st)
+{
+	char text[256], msg[300];
+
+	answer(text, sizeof(text), st);
+	snprintf(msg, sizeof(msg), "%s %s",
+		 st == STORM_BCAST_DONE ? "ok" : "error", text);
+	(void) send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+/* Answer the waiters that match: by key (st >= 0), past their deadline
+ * (ST_EXPIRED) or all (ST_STOPPING).  Caller holds W.lock. */
+static void release(uint64_t key, int st)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (int i = 0; i < W.n;) {
+		waiter_t *w = &W.w[i];
+
+		if (st == ST_STOPPING || (st == ST_EXPIRED && due(&w->deadline, &now)) ||
+		    (st > 0 && w->key == key)) {
+			reply(w->fd, st);
+			*w = W.w[--W.n];
+		} else {
+			i++;
+		}
+	}
+}
+
+extern void nm_bcast_wake(uint64_t key, int st)
+{
+	key &= STORM_BCAST_KEY_MASK;
+	pthread_mutex_lock(&W.lock);
+	W.done[W.done_pos].key = key;
+	W.done[W.done_pos].st = st;
+	W.done_pos = (W.done_pos + 1) % OUTCOMES;
+	release(key, st);
+	pthread_mutex_unlock(&W.lock);
+}
+
+extern void nm_bcast_wait_expire(void)
+{
+	pthread_mutex_lock(&W.lock);
+	release(0, ST_EXPIRED);
+	pthread_mutex_unlock(&W.lock);
+}
+
+extern void nm_bcast_wait_fini(void)
+{
+	pthread_mutex_lock(&W.lock);
+	release(0, ST_STOPPING);
+	pthread_mutex_unlock(&W.lock);
+}
+
+/* "bcast_wait <key hex> <ms>" */
+static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
+		    size_t outlen)
+{
+	unsigned long long key, ms;
+	int st, n = 0;
+	waiter_t *w;
+
+	(void) nm;
+	if (sscanf(args, "%llx %llu%n", &key, &ms, &n) != 2 || args[n] ||
+	    !(key & STORM_BCAST_KEY_MASK) || ms > 3600 * 1000ULL) {
+		snprintf(out, outlen, "usage: bcast_wait <key hex> <ms, at most one hour>");
+		return 1;
+	}
+	key &= STORM_BCAST_KEY_MASK;
+	pthread_mutex_lock(&W.lock);
+	if ((st = outcome(key))) {
+		pthread_mutex_unlock(&W.lock);
+		answer(out, outlen, st);
+		return st != STORM_BCAST_DONE;
+	}
+	if (W.n == MAX_WAITERS) {
+		pthread_mutex_unlock(&W.lock);
+		snprintf(out, outlen, "too many tasks waiting for broadcasts on this node");
+		return 1;
+	}
+	w = &W.w[W.n++];
+	w->fd = peer->fd;
+	w->key = key;
+	clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+	w->deadline.tv_sec += (time_t) (ms / 1000);
+	w->deadline.tv_nsec += (long) (ms % 1000) * 1000000L;
+	if (w->deadline.tv_nsec >= 1000000000L) {
+		w->deadline.tv_sec++;
+		w->deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_unlock(&W.lock);
+	nm_debug("bcast: pid %d waits for transfer %llx", (int) peer->pid, key);
+	return NM_CTL_KEPT;
+}
+
+extern void nm_bcast_wait_init(void)
+{
+	nm_ctl_register("bcast_wait", ctl_wait);
+}
