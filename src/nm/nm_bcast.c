@@ -22,11 +22,11 @@
  * Authorization (storm-nm(8)): the munge credential gives the requesting
  * uid (munged vouches for it); slurmctld gives the job's owner and nodes
  * (slurm_load_job, cached per job), at the relay, which passes them on in
- * a munge credential of its own (the job attestation, below).  A broadcast is accepted only for a job
- * the uid owns (or root), that runs on this node.  Files go to
- * BcastDir/job_<id>/ (created by the NM, owned by the user, 0700), named
- * by a plain name (no '/', no leading '.'), opened relative to the
- * directory's fd with O_NOFOLLOW|O_EXCL.  A file with an absolute
+ * a munge credential of its own (the job attestation, below).  A broadcast
+ * is accepted only for a job the uid owns (or root), that runs on this
+ * node.  Files go to BcastDir/job_<id>/ (created by the NM, owned by the
+ * user, 0700), named by a plain name (no '/', no leading '.'), opened
+ * relative to the directory's fd with O_NOFOLLOW|O_EXCL.  A file with an absolute
  * destination (srun --bcast=/path) is created with the user's file-system
  * identity (setfsuid/setfsgid in the worker thread), so the kernel applies
  * the user's own permissions, as slurmd does for sbcast.
