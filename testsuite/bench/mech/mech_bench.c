@@ -2,6 +2,13 @@
  * mech_bench - STORM mechanisms vs the Slurm way vs memcpy, side by side.
  *
  *   mech_bench [-p provider] [-n maxcaw] [-r reps] [-c cawreps] [--sweep]
+ *              [-a caw_arity] [-b caw_busy_poll_us]
+ *   mech_bench [-p provider] [-r reps] -x n chunk window arity
+ *
+ * -a/-b change the tree arity and the progress thread's busy-poll of the
+ * COMPARE-AND-WRITE runs only (experiments; the JSON keeps the defaults'
+ * name).  -x times one XFER-AND-SIGNAL configuration and prints its
+ * median in ms.
  *
  * Prints one JSON document on stdout (run-mech-bench turns it into the
  * table, doc/bench/mech.json and doc/bench/mech.png).
@@ -52,12 +59,19 @@ static double pct(double *v, int n, double p)
 }
 
 /* ------------------------------------------------------------ CAW */
+static int caw_arity;	/* -a: tree arity of the CAW runs (0: default) */
+static int caw_busy_us = -1;	/* -b: busy-poll of the CAW runs (-1: default) */
+
 static void bench_caw(const char *prov, int n, int reps, bool first)
 {
 	storm_cfg_t cfg;
 	struct harness h;
 	h_cfg(&cfg, prov);
 	cfg.timeout_ms = 10000;
+	if (caw_arity)
+		cfg.arity = caw_arity;
+	if (caw_busy_us >= 0)
+		cfg.busy_poll_us = caw_busy_us;
 	if (h_start(&h, n, &cfg)) {
 		fprintf(stderr, "caw %d: start failed\n", n);
 		h_stop(&h);
@@ -299,6 +313,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--sweep")) sweep = true;
 		else if (!strcmp(argv[i], "-c") && i + 1 < argc) careps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-a") && i + 1 < argc) caw_arity = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-b") && i + 1 < argc) caw_busy_us = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-x") && i + 4 < argc) {
 			/* one XFER point: -x n chunk window arity */
 			int n = atoi(argv[i + 1]);
