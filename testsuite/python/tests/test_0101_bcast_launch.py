@@ -439,8 +439,10 @@ def test_mpi_pmix_under_storm_launch(cluster):
     e = env(cluster, OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo",
             OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_mpi_yield_when_idle="1",
             OMPI_MCA_pml="ob1", **BCAST)
-    r = cluster.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1", exe],
-                    env=e, timeout=240, check=False)
+    # a rank that dies ends the step at once (it once segfaulted right
+    # after start, cause unknown, and the others waited out the timeout)
+    r = cluster.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1",
+                     "--kill-on-bad-exit=1", exe], env=e, timeout=240, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = [l.split() for l in r.stdout.splitlines() if l.startswith("rank ")]
     assert len(rows) == 4, r.stdout + r.stderr
