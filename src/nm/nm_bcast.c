@@ -26,10 +26,10 @@
  * is accepted only for a job the uid owns (or root), that runs on this
  * node.  Files go to BcastDir/job_<id>/ (created by the NM, owned by the
  * user, 0700), named by a plain name (no '/', no leading '.'), opened
- * relative to the directory's fd with O_NOFOLLOW|O_EXCL.  A file with an absolute
- * destination (srun --bcast=/path) is created with the user's file-system
- * identity (setfsuid/setfsgid in the worker thread), so the kernel applies
- * the user's own permissions, as slurmd does for sbcast.
+ * relative to the directory's fd with O_NOFOLLOW|O_EXCL.  A file with an
+ * absolute destination (srun --bcast=/path) is created with the user's
+ * file-system identity (setfsuid/setfsgid in the worker thread), so the
+ * kernel applies the user's own permissions, as slurmd does for sbcast.
  */
 
 #include <dirent.h>

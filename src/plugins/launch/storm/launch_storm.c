@@ -283,10 +283,7 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 	if (!remote || stat(r->req.path, &st)) {
 		error("%s: %ps: %s: %s", PREFIX, &job->step_id, r->req.path,
 		      remote ? strerror(errno) : "out of memory");
-		free(remote);
-		xfree(r->nodes);
-		*global_rc = 1;
-		return SLURM_ERROR;
+		goto fail;
 	}
 	env_array_overwrite_fmt(&job->env, STORM_BCAST_WAIT_ENV,
 				"%" PRIx64 ":%" PRIu64, r->req.key,
@@ -295,10 +292,7 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 	if ((prc = pthread_create(&r->thread, NULL, bcast_thread, r))) {
 		error("%s: %ps: cannot start the broadcast: %s", PREFIX,
 		      &job->step_id, strerror(prc));
-		free(remote);
-		xfree(r->nodes);
-		*global_rc = 1;
-		return SLURM_ERROR;
+		goto fail;
 	}
 	/* the thread reads r->req.path: srun's own argv[0], freed after */
 	old = sropt->argv[0];
@@ -320,6 +314,12 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 	*global_rc = 1;
 	/* when the tasks were launched, srun waits for them to go */
 	return rc;
+fail:
+	/* nothing launched, no broadcast started */
+	free(remote);
+	xfree(r->nodes);
+	*global_rc = 1;
+	return SLURM_ERROR;
 }
 
 extern int init(void)
