@@ -28,7 +28,12 @@
  *      commit the NM checks the checksum and renames the file into place
  *      (var = DONE); on abort it unlinks it.
  *   4. COMPARE-AND-WRITE(var == DONE): every node holds the file.  The
- *      relay renames its own copy into place and answers srun with a
+ *      relay renames its own copy into place.
+ *   5. XFER-AND-SIGNAL of an empty block to offset STORM_BCAST_GO | key:
+ *      the go-ahead.  Tasks of an overlapped launch (BcastOverlap) that
+ *      wait on a node for this transfer are let go only now, when every
+ *      node is known to hold the file, so that no task starts anywhere if
+ *      any node fails.  The relay then answers srun with a
  *      storm_relay_rep_t (and the error text, naming nodes, on failure).
  * The credential is srun's, so every node, the relay included, checks the
  * same uid and job; the relay is trusted with the bytes only as far as the
@@ -50,6 +55,7 @@
  * Manager's use of the global region. */
 #define STORM_BCAST_MANIFEST	((uint64_t) 1 << 63)
 #define STORM_BCAST_DATA	((uint64_t) 1 << 62)
+#define STORM_BCAST_GO		((uint64_t) 1 << 61)
 #define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
 #define STORM_BCAST_MAX_CRED	4096	/* srun's credential */
 /* on the fabric: srun's credential, a newline, the relay's attestation */

@@ -95,12 +95,13 @@ typedef struct work {
 	char *manifest;
 } work_t;
 
-/* A manifest buffer handed to libstormmech: the release callback only gets
- * the buffer back, so it carries its root and key. */
+/* A manifest or go-ahead buffer handed to libstormmech: the release
+ * callback only gets the buffer back, so it carries its root and key. */
 typedef struct mbuf {
 	struct mbuf *next;
 	int root;
 	uint64_t key;
+	bool go;	/* the go-ahead (STORM_BCAST_GO), not a manifest */
 	char data[];
 } mbuf_t;
 
@@ -136,7 +137,8 @@ static struct {
 
 static char zero_page[1];
 
-static void set_state(uint64_t key, int st)
+/* root: the transfer's relay, for the tasks that wait (nm_bcast_wait.c) */
+static void set_state(int root, uint64_t key, int st)
 {
 	int var = storm_bcast_var(key);
 	int rc = storm_var_set(B.nm->ctx, var, STORM_BCAST_VAL(key, st));
@@ -145,7 +147,7 @@ static void set_state(uint64_t key, int st)
 		nm_error("bcast: cannot set variable %d: %s", var,
 			 storm_strerror(rc));
 	if (st != STORM_BCAST_READY)
-		nm_bcast_wake(key, st);
+		nm_bcast_wake(root, key, st);
 }
 
 /* caller holds B.lock */
@@ -164,16 +166,18 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 {
 	void *dst = NULL;
 
-	if (offset & STORM_BCAST_MANIFEST) {
+	if (offset & (STORM_BCAST_MANIFEST | STORM_BCAST_GO)) {
+		bool go = !(offset & STORM_BCAST_MANIFEST);
 		mbuf_t *m;
 
-		if (len == 0 || len > STORM_BCAST_MAX_MANIFEST)
+		if (go ? len != 0 : len == 0 || len > STORM_BCAST_MAX_MANIFEST)
 			return NULL;	/* out of range: dropped */
 		m = calloc(1, sizeof(*m) + len + 1);
 		if (!m)
 			return NULL;
 		m->root = root;
 		m->key = offset & STORM_BCAST_KEY_MASK;
+		m->go = go;
 		pthread_mutex_lock(&B.lock);
 		m->next = B.mbufs;
 		B.mbufs = m;
@@ -249,6 +253,14 @@ static void release_cb(void *arg, void *dst, uint64_t len, bool committed)
 		}
 	}
 	pthread_mutex_unlock(&B.lock);
+	if (m && m->go) {
+		/* nothing slow: answers the waiters without blocking */
+		if (committed)
+			nm_bcast_go(m->root, m->key);
+		free(m);
+		free(w);
+		return;
+	}
 	if (m) {
 		if (w && committed) {
 			w->kind = W_MANIFEST;
@@ -796,8 +808,8 @@ static void handle_manifest(work_t *w)
 
 	if (attest)
 		*attest++ = '\0';
-	set_state(key, accept_manifest(w->manifest, attest, w->root, key,
-				       X_READY, &x));
+	set_state(w->root, key, accept_manifest(w->manifest, attest, w->root,
+						key, X_READY, &x));
 }
 
 static bool hash_ok(xfer_t *x)
@@ -853,7 +865,7 @@ static void handle_end(work_t *w)
 	x = find_xfer(w->root, w->key);
 	pthread_mutex_unlock(&B.lock);
 	if (x)
-		set_state(w->key, finish_xfer(x, w->kind == W_COMMIT));
+		set_state(w->root, w->key, finish_xfer(x, w->kind == W_COMMIT));
 }
 
 /* ------------------------------------------------ the relay's own copy */
@@ -885,7 +897,7 @@ extern int nm_bcast_finish(nm_bcast_file_t *x, bool commit)
 	uint64_t key = x->key;
 	int st = finish_xfer(x, commit);
 
-	set_state(key, st);	/* the tasks waiting on this node */
+	set_state(B.nm->rank, key, st);	/* the tasks waiting on this node */
 	return st;
 }
 

@@ -4,17 +4,21 @@
  *
  * With BcastOverlap srun launches the step while the file travels; each
  * task, in the SPANK plugin before exec, asks its node manager
- * "bcast_wait <key> <ms>" on the control socket and is answered once this
- * node's copy of that transfer is in place ("ok done") or refused or
- * aborted ("error <why>"), or when the wait runs out.  The control socket
- * serves one request at a time, so a waiter's connection is kept here and
- * answered from whichever thread ends the transfer.
+ * "bcast_wait <key> <ms>" on the control socket.  It is answered "ok done"
+ * once this node's copy of that transfer is in place *and* the relay's
+ * go-ahead has come (every node of the step holds its copy: a task must
+ * not start when another node failed), "error <why>" at once when this
+ * node refused the file or it was aborted, and an error when the wait runs
+ * out.  The control socket serves one request at a time, so a waiter's
+ * connection is kept here and answered from whichever thread ends the
+ * transfer or brings the go-ahead.
  *
  * Outcomes are remembered by key in a small ring, so a task that asks
  * after its file arrived is answered at once, and the answer never depends
  * on a fabric variable that a later transfer may reuse.  Any user may
  * wait: the answer only says whether a transfer of that (random 48-bit)
- * key ended on this node.
+ * key ended on this node.  The go-ahead counts only from the transfer's
+ * own root (the relay that sent the file).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,9 +48,11 @@ static struct {
 	pthread_mutex_t lock;
 	waiter_t w[MAX_WAITERS];
 	int n;
-	struct {
+	struct outcome {
 		uint64_t key;
-		int st;
+		int root;	/* the relay, -1 until known */
+		int st;		/* this node's final state, 0 until known */
+		bool go;	/* the relay's go-ahead came */
 	} done[OUTCOMES];
 	int done_pos;
 } W = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -57,13 +63,32 @@ static bool due(const struct timespec *dl, const struct timespec *now)
 	       (now->tv_sec == dl->tv_sec && now->tv_nsec >= dl->tv_nsec);
 }
 
-/* caller holds W.lock; 0 when the key has no outcome yet */
-static int outcome(uint64_t key)
+/* The key's outcome, or a new one when create (overwriting the oldest);
+ * caller holds W.lock. */
+static struct outcome *outcome(uint64_t key, bool create)
 {
+	struct outcome *o;
+
 	for (int i = 0; i < OUTCOMES; i++)
 		if (W.done[i].key == key)
-			return W.done[i].st;
-	return 0;
+			return &W.done[i];
+	if (!create)
+		return NULL;
+	o = &W.done[W.done_pos];
+	W.done_pos = (W.done_pos + 1) % OUTCOMES;
+	*o = (struct outcome) { .key = key, .root = -1 };
+	return o;
+}
+
+/* The answer a waiter gets now, or 0: wait on.  A refusal or abort is
+ * final at once; a complete copy only with the go-ahead. */
+static int verdict(const struct outcome *o)
+{
+	if (!o || !o->st)
+		return 0;
+	if (o->st != STORM_BCAST_DONE)
+		return o->st;
+	return o->go ? STORM_BCAST_DONE : 0;
 }
 
 static void answer(char *out, size_t len, int st)
@@ -71,7 +96,7 @@ static void answer(char *out, size_t len, int st)
 	if (st == STORM_BCAST_DONE)
 		snprintf(out, len, "done");
 	else if (st == ST_EXPIRED)
-		snprintf(out, len, "the file did not arrive within the wait");
+		snprintf(out, len, "the broadcast did not complete on every node within the wait");
 	else if (st == ST_STOPPING)
 		snprintf(out, len, "the node manager is stopping");
 	else
@@ -111,14 +136,48 @@ static void release(uint64_t key, int st)
 	}
 }
 
-extern void nm_bcast_wake(uint64_t key, int st)
+/* Caller holds W.lock. */
+static void settle(struct outcome *o)
 {
+	int v = verdict(o);
+
+	if (v)
+		release(o->key, v);
+}
+
+extern void nm_bcast_wake(int root, uint64_t key, int st)
+{
+	struct outcome *o;
+
 	key &= STORM_BCAST_KEY_MASK;
 	pthread_mutex_lock(&W.lock);
-	W.done[W.done_pos].key = key;
-	W.done[W.done_pos].st = st;
-	W.done_pos = (W.done_pos + 1) % OUTCOMES;
-	release(key, st);
+	o = outcome(key, true);
+	if (o->root >= 0 && o->root != root)
+		o->go = false;	/* a go-ahead from another rank: not ours */
+	o->root = root;
+	o->st = st;
+	settle(o);
+	pthread_mutex_unlock(&W.lock);
+}
+
+extern void nm_bcast_go(int root, uint64_t key)
+{
+	struct outcome *o;
+
+	key &= STORM_BCAST_KEY_MASK;
+	pthread_mutex_lock(&W.lock);
+	/* The go-ahead may overtake this node's own record of the copy: the
+	 * relay reads the fabric variable, set just before nm_bcast_wake. */
+	o = outcome(key, true);
+	if (o->root >= 0 && o->root != root) {
+		pthread_mutex_unlock(&W.lock);
+		nm_error("bcast: go-ahead for transfer %" PRIx64 " from rank %d, whose relay is rank %d: ignored",
+			 key, root, o->root);
+		return;
+	}
+	o->root = root;
+	o->go = true;
+	settle(o);
 	pthread_mutex_unlock(&W.lock);
 }
 
@@ -152,7 +211,7 @@ static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	}
 	key &= STORM_BCAST_KEY_MASK;
 	pthread_mutex_lock(&W.lock);
-	if ((st = outcome(key))) {
+	if ((st = verdict(outcome(key, false)))) {
 		pthread_mutex_unlock(&W.lock);
 		answer(out, outlen, st);
 		return st != STORM_BCAST_DONE;

@@ -258,6 +258,31 @@ static int multicast(const storm_set_t *set, uint64_t key, const void *data,
 	return wait_state(set, key, STORM_BCAST_DONE, err, errlen);
 }
 
+/* Step 5 of storm_bcast.h: every node holds the file, the tasks waiting
+ * for it (BcastOverlap) may go. */
+static int send_go(const storm_set_t *set, uint64_t key, char *err,
+		   size_t errlen)
+{
+	storm_set_t failed;
+	char names[1024];
+	int mrc;
+
+	if (storm_set_count(set)) {
+		mrc = storm_xfer_sync(R.nm->ctx, set, "", 0,
+				      STORM_BCAST_GO | key, STORM_NO_EVENT,
+				      &failed);
+		if (mrc) {
+			set_names(&failed, names, sizeof(names));
+			snprintf(err, errlen, "node(s) %s did not receive the go-ahead: %s",
+				 storm_set_count(&failed) ? names : "?",
+				 storm_strerror(mrc));
+			return -1;
+		}
+	}
+	nm_bcast_go(R.nm->rank, key);
+	return 0;
+}
+
 /* -------------------------------------------------------------- srun */
 /* The step's nodes as ranks; this node must be one of them. */
 static int parse_nodes(const char *list, storm_set_t *set, char *err,
@@ -326,7 +351,7 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	char *cred = NULL, *nodes = NULL, err[2048];
 	uint64_t key, size = 0;
 	void *map;
-	double t0 = now_ms(), t_man, t_recv, t_mc[2] = { 0, 0 }, t_end;
+	double t0 = now_ms(), t_man, t_recv, t_mc[2] = { 0, 0 }, t_end, t_go;
 	int st, rc = -1, rrc;
 
 	err[0] = '\0';
@@ -411,11 +436,14 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 		goto done;
 	}
 	t_end = now_ms();
+	if (send_go(&set, key, err, sizeof(err)))
+		goto done;
+	t_go = now_ms();
 	if (!t_mc[0])
 		t_mc[0] = t_mc[1] = t_recv;
-	snprintf(msg, msglen, "relay=%s check_ms=%.3f recv_ms=%.3f ready_ms=%.3f data_ms=%.3f confirm_ms=%.3f",
+	snprintf(msg, msglen, "relay=%s check_ms=%.3f recv_ms=%.3f ready_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
 		 R.nm->node, t_man - t0, t_recv - t_man, t_mc[0] - t_recv,
-		 t_mc[1] - t_mc[0], t_end - t_mc[1]);
+		 t_mc[1] - t_mc[0], t_end - t_mc[1], t_go - t_end);
 	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
 	rc = 0;
 done:

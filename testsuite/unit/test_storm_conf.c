@@ -36,7 +36,7 @@ START_TEST(values_and_units)
 	ck_assert_int_eq(parse("Timeslice=500us MaxMPL=3\n"
 			       "policy=Flexible   # case-insensitive\n"
 			       "Port=7200-7231 FailSafe=1.5s\n"
-			       "ChunkSize=1M BcastExecutable=yes BcastOverlap=yes\n"
+			       "ChunkSize=1M BcastExecutable=yes BcastOverlap=no\n"
 			       "Provider=shm BcastDir=/tmp/x\n"), 0);
 	ck_assert_uint_eq(conf.timeslice_us, 500);
 	ck_assert_uint_eq(conf.max_mpl, 3);
@@ -46,7 +46,7 @@ START_TEST(values_and_units)
 	ck_assert_uint_eq(conf.failsafe_us, 1500000);
 	ck_assert_uint_eq(conf.chunk_bytes, 1 << 20);
 	ck_assert(conf.bcast_executable);
-	ck_assert(conf.bcast_overlap);
+	ck_assert(!conf.bcast_overlap);
 	ck_assert_str_eq(conf.provider, "shm");
 	ck_assert_str_eq(conf.bcast_dir, "/tmp/x");
 

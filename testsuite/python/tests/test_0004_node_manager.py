@@ -65,7 +65,7 @@ def test_bcast_wait_answers_unknown_and_malformed(cluster):
     t = time.monotonic()
     reply = nm_request(cluster, "node1", "bcast_wait 5eed1e55 300", timeout=10)
     waited = time.monotonic() - t
-    assert reply == "error the file did not arrive within the wait", reply
+    assert reply == "error the broadcast did not complete on every node within the wait", reply
     assert waited >= 0.3, waited
     # a pending wait does not hold up the node manager's other requests
     w = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -74,7 +74,7 @@ def test_bcast_wait_answers_unknown_and_malformed(cluster):
         w.connect(nm_socket(cluster, "node1"))
         w.send(b"bcast_wait 5eed1e56 2000")
         assert nm_request(cluster, "node1", "ping").startswith("ok ")
-        assert w.recv(4096).decode() == "error the file did not arrive within the wait"
+        assert w.recv(4096).decode() == "error the broadcast did not complete on every node within the wait"
     finally:
         w.close()
     for bad in ("bcast_wait", "bcast_wait 0 100", "bcast_wait xyz 100",

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -189,6 +190,48 @@ def test_overlapped_step_never_runs_the_previous_file(cluster):
         for n in nodes:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(cluster.node_local(n), "dest", "same.sh"))
+
+
+@pytest.mark.parametrize("overlap", ["yes", "no"])
+def test_node_failing_after_the_others_hold_the_file_runs_nothing(cluster, overlap):
+    """node3 gets the whole file but cannot put it in place (its destination
+    name is a non-empty directory), after node2 has put its own copy in
+    place.  No task may start anywhere: with the overlapped launch node2's
+    task is already waiting for its node's copy, and it must also wait for
+    the relay's go-ahead, which never comes (before the go-ahead, node2's
+    task ran here every time)."""
+    d = share_dir(cluster)
+    nodes = ["node1", "node2", "node3"]
+    for n in nodes:
+        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
+    blocker = os.path.join(cluster.node_local("node3"), "dest", "late.sh")
+    os.makedirs(os.path.join(blocker, "keep"), exist_ok=True)
+    dest = cluster.path("local", "dest", "late.sh")
+    script = os.path.join(d, "late-%s.sh" % overlap)
+    checksum_script(script, 256 * 1024)
+    marker = os.path.join(d, "late-%s.ran" % overlap)
+    with open(script, "r+") as f:       # every task that ran leaves a line
+        body = f.read().replace("exit 0\n", "echo $SLURMD_NODENAME >> %s; exit 0\n" % marker, 1)
+        f.seek(0)
+        f.write(body)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(marker)
+    cluster.wait_idle(nodes=nodes)
+    try:
+        r = cluster.run(["srun", "-N3", "-w", ",".join(nodes), "--bcast=" + dest, script],
+                        check=False, timeout=120,
+                        env=env(cluster, SLURM_STORM_BCAST_OVERLAP=overlap))
+        time.sleep(1)      # a task that escaped would have written by now
+        assert r.returncode != 0
+        assert "Failed to broadcast" in r.stderr and "node3" in r.stderr, r.stderr
+        assert not os.path.exists(marker), open(marker).read()
+        # node2 did hold the file: the failure came after its commit
+        assert os.path.isfile(os.path.join(cluster.node_local("node2"), "dest", "late.sh"))
+    finally:
+        shutil.rmtree(blocker, ignore_errors=True)
+        for n in nodes:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(cluster.node_local(n), "dest", "late.sh"))
 
 
 BAD = [

@@ -5,7 +5,8 @@
  * its executable, with argv[0] already naming the node-local copy and
  * SLURM_STORM_BCAST_WAIT=<key>:<ms> in the step's environment.  Each task
  * waits here, as the user, just before exec, until this node's manager
- * says the file of that transfer is in place; a refusal, an abort or a
+ * says the file of that transfer is in place and every node of the step
+ * holds its copy (the relay's go-ahead); a refusal, an abort or a
  * wait that runs out fails the task instead (srun also kills the step when
  * the broadcast fails), so no task executes a partial or an older file.
  */
