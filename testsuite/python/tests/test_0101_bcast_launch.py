@@ -149,6 +149,17 @@ def test_srun_bcast_option_taken_over_and_opt_out(cluster):
     assert "STORM broadcast" not in r.stderr
 
 
+def test_compress_is_named_not_dropped(cluster):
+    # srun --compress asks for Slurm's compressed sbcast; the STORM broadcast
+    # sends the file as it is, says so, and the copies are still identical.
+    script = os.path.join(share_dir(cluster), "sumlz4.sh")
+    digest = checksum_script(script, 100000)
+    r = cluster.run(["srun", "-N2", "--bcast", "--compress=lz4", script])
+    assert "--compress does not apply to the STORM broadcast" in r.stderr, r.stderr
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert len(rows) == 2 and {x[1] for x in rows} == {digest}, r.stdout
+
+
 def test_sequential_launch_when_overlap_is_off(cluster):
     # BcastOverlap=no (here through srun's environment): the file is on
     # every node before any task is launched; same copies, same place.

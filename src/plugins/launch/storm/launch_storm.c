@@ -115,6 +115,11 @@ static void bcast_setup(slurm_opt_t *opt_local)
 		bc.dest = xstrdup(sropt->bcast_file);
 	/* srun.c must not run its own bcast_file() as well */
 	sropt->bcast_flag = false;
+	/* Compression is Slurm's (sbcast over slurmd); STORM's fabric moves
+	 * the file as it is.  Say so rather than drop the option silently. */
+	if (sropt->compress != COMPRESS_OFF)
+		info("%s: --compress does not apply to the STORM broadcast: the file is sent uncompressed (SLURM_STORM_BCAST=no gives Slurm's own, compressed broadcast)",
+		     PREFIX);
 	verbose("%s: the executable goes through the STORM broadcast%s%s",
 		PREFIX, bc.dest ? " to " : "", bc.dest ? bc.dest : "");
 }
