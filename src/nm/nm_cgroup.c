@@ -42,6 +42,7 @@
 static int cg_version;		/* 1 or 2 */
 static char cg_mnt[1024] = "/sys/fs/cgroup";
 static char cg_node[64];
+static int root_procs_fd = -1;	/* v1: the freezer root's cgroup.procs */
 
 /* Read CgroupPlugin and CgroupMountpoint from cgroup.conf, if any. */
 static void read_cgroup_conf(const char *slurm_conf, char *plugin,
@@ -113,7 +114,23 @@ extern int nm_cg_init(nm_t *nm)
 	}
 	nm_info("gang: switching jobs through cgroup v%d under %s%s",
 		cg_version, cg_mnt, cg_version == 1 ? "/freezer" : "");
+	if (cg_version == 1 && root_procs_fd < 0) {
+		char path[1100];
+
+		snprintf(path, sizeof(path), "%s/freezer/cgroup.procs", cg_mnt);
+		root_procs_fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (root_procs_fd < 0)
+			nm_error("gang: cannot open %s (%m); a job's slurmstepds will be frozen with it (sstat, step launches and signals to it wait for its slot)",
+				 path);
+	}
 	return 0;
+}
+
+extern void nm_cg_fini(void)
+{
+	if (root_procs_fd >= 0)
+		close(root_procs_fd);
+	root_procs_fd = -1;
 }
 
 extern int nm_cg_version(void)
@@ -162,6 +179,88 @@ extern int nm_cg_write(int fd, bool frozen)
 		v = frozen ? "1" : "0";
 	n = pwrite(fd, v, strlen(v), 0);
 	return n < 0 ? -errno : 0;
+}
+
+/*
+ * Keep a job's slurmstepds out of its freeze (v1).  Slurm puts each
+ * slurmstepd in the job's freezer cgroup, not in the step's, so that its
+ * own step-level suspend never stops the stepd (cgroup_p_step_addto in
+ * src/plugins/cgroup/v1/cgroup_v1.c).  The NM freezes the job level, which
+ * would stop them too, and then everything that talks to a stepd (sstat,
+ * a new step's launch, signals, slurmd's health checks) waits for the
+ * job's slot: measured with 30 s quanta, sstat failed after its 10 s
+ * timeout and `srun --jobid` waited 19 s.  So the direct members of the
+ * job's cgroup, which under proctrack/cgroup are only its slurmstepds,
+ * move to the hierarchy's root, where Slurm moves a stepd itself before
+ * it removes the job's cgroups (_remove_cg_subsystem).  Tasks stay in
+ * their step cgroups, and a process moved into a thawed cgroup is thawed.
+ * v2 keeps the stepd under the job (job_X/step_Y/slurm_processes) and is
+ * left as it is.
+ */
+extern int nm_cg_job_dir_open(uint32_t job_id, uint32_t uid)
+{
+	char path[2048];
+	int fd;
+
+	if (cg_version != 1 || root_procs_fd < 0)
+		return -ENOTSUP;
+	snprintf(path, sizeof(path), "%s/freezer/slurm_%s/uid_%u/job_%u",
+		 cg_mnt, cg_node, uid, job_id);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static bool is_slurmstepd(long pid)
+{
+	char path[64], comm[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	return n > 0 && !strcmp(comm, "slurmstepd\n");
+}
+
+extern int nm_cg_release_stepds(int dir_fd, uint32_t job_id)
+{
+	char buf[4096], *p, *end;
+	ssize_t n;
+	int moved = 0, fd;
+
+	/* Opened for every look: v1 keeps the pid list it built at an
+	 * open file's first read while the file is read again within a
+	 * second, so a kept fd would never show a new stepd. */
+	fd = openat(dir_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		char v[24];
+		int len;
+
+		if (end == p)
+			break;
+		if (pid <= 0 || !is_slurmstepd(pid))
+			continue;
+		len = snprintf(v, sizeof(v), "%ld", pid);
+		if (write(root_procs_fd, v, len) != len) {
+			nm_error("gang: job %u: cannot move slurmstepd %ld out of the job's freezer cgroup: %m",
+				 job_id, pid);
+			continue;
+		}
+		nm_verbose("gang: job %u: slurmstepd %ld moved out of the job's freezer cgroup",
+			   job_id, pid);
+		moved++;
+	}
+	return moved;
 }
 
 /*
@@ -221,9 +320,11 @@ extern int nm_cg_thaw_orphans(void)
  * it only gets a CPU the running slot leaves idle.  One write per job.
  *
  *   v1: Slurm creates no cpu-controller cgroups, so the NM keeps its own,
- *       <mnt>/cpu/storm_<node>/job_<id>, and moves the job's processes
- *       (read from the job's freezer cgroup, every step) into it; processes
- *       a new step starts are picked up at the job's next demotion.
+ *       <mnt>/cpu/storm_<node>/job_<id>, and moves the job's tasks (read
+ *       from its steps' freezer cgroups) into it; processes a new step
+ *       starts are picked up at the job's next demotion.  The slurmstepds
+ *       stay at normal priority, for the reason nm_cg_release_stepds()
+ *       gives.
  *   v2: the job's own cgroup has cpu.idle when Slurm enabled the cpu
  *       controller; nothing to move.
  * Without cpu.idle the caller falls back to freezing (gang behaviour).
@@ -296,9 +397,9 @@ extern int nm_cg_idle_sync(nm_cg_idle_t *c)
 
 	if (!c->own_dir)
 		return 0;
-	snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_%u/job_%u{,/step_*}/cgroup.procs",
+	snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_%u/job_%u/step_*/cgroup.procs",
 		 cg_mnt, cg_node, c->uid, c->job_id);
-	if (glob(pat, GLOB_BRACE, NULL, &g))
+	if (glob(pat, 0, NULL, &g))
 		return 0;
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", c->dir);
 	fd = open(procs, O_WRONLY | O_CLOEXEC);

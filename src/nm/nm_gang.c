@@ -52,12 +52,16 @@
  * again at the first strobe after this; on a timer rather than every few
  * strobes, which at 120 s quanta meant 16 minutes. */
 #define NM_GANG_RETRY_NS 50000000ULL
+/* While a job is frozen, a step it starts brings a new slurmstepd into the
+ * frozen cgroup: the watcher moves it out within this (nm_cgroup.c). */
+#define NM_GANG_STEPD_POLL_MS 100
 #define NM_GANG_TRACE 512
 
 typedef struct gjob {
 	uint32_t job_id, uid, mask;
 	uint32_t how;		/* STORM_GANG_SWITCH_* from the table */
 	int fd;			/* freeze control, -1 when not on this node */
+	int dir_fd;		/* v1: its freezer directory (stepds); or -1 */
 	bool frozen;		/* frozen by us */
 	nm_cg_idle_t *cpu;	/* flexible: its cpu.idle, NULL if none */
 	bool idle;		/* made idle-class by us */
@@ -128,13 +132,22 @@ static gjob_t *add_job(uint32_t job_id, uint32_t uid)
 	j->job_id = job_id;
 	j->uid = uid;
 	j->fd = -1;
+	j->dir_fd = -1;
 	return j;
+}
+
+static void close_job(gjob_t *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	if (j->dir_fd >= 0)
+		close(j->dir_fd);
+	j->fd = j->dir_fd = -1;
 }
 
 static void drop_job(gjob_t *j)
 {
-	if (j->fd >= 0)
-		close(j->fd);
+	close_job(j);
 	nm_cg_idle_close(j->cpu);
 	*j = jobs[--njobs];
 }
@@ -146,12 +159,13 @@ static void set_frozen(gjob_t *j, bool frozen)
 
 	if (j->fd < 0 || j->frozen == frozen)
 		return;
+	if (frozen && j->dir_fd >= 0)
+		(void) nm_cg_release_stepds(j->dir_fd, j->job_id);
 	rc = nm_cg_write(j->fd, frozen);
 	if (rc) {
 		nm_verbose("gang: job %u: %s failed (%s); the job left this node",
 			   j->job_id, frozen ? "freeze" : "thaw", strerror(-rc));
-		close(j->fd);
-		j->fd = -1;
+		close_job(j);
 		j->frozen = false;
 		j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
 		return;
@@ -270,9 +284,12 @@ static uint32_t apply(uint32_t slot)
 			if (j->fd < 0 && now >= j->retry_ns) {
 				int fd = nm_cg_job_open(j->job_id, j->uid);
 
-				if (fd >= 0)
+				if (fd >= 0) {
 					j->fd = fd;
-				else
+					fd = nm_cg_job_dir_open(j->job_id,
+								  j->uid);
+					j->dir_fd = fd >= 0 ? fd : -1;
+				} else
 					j->retry_ns = now + NM_GANG_RETRY_NS;
 			}
 		}
@@ -365,21 +382,40 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
  * wakes often costs every job on the node a context switch each time.
  * Called with glock held.
  */
-static void next_deadline(uint64_t now, uint64_t failsafe_ns,
+static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
 			  struct timespec *ts)
 {
 	uint64_t due = last_strobe_ns + failsafe_ns + 1000000ULL;
+	uint64_t max_ms = frozen ? NM_GANG_STEPD_POLL_MS : NM_GANG_WAIT_MAX_MS;
 
-	if (failsafe_open || due > now + NM_GANG_WAIT_MAX_MS * 1000000ULL)
-		due = now + NM_GANG_WAIT_MAX_MS * 1000000ULL;
+	if (failsafe_open || due > now + max_ms * 1000000ULL)
+		due = now + max_ms * 1000000ULL;
 	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
 		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
 	ts->tv_sec = due / 1000000000ULL;
 	ts->tv_nsec = due % 1000000000ULL;
 }
 
+/* Move out the slurmstepds that steps started in frozen jobs since they
+ * were frozen; true if any job is frozen.  Called with glock held. */
+static bool release_new_stepds(void)
+{
+	bool any = false;
+
+	for (int i = 0; i < njobs; i++) {
+		if (!jobs[i].frozen)
+			continue;
+		any = true;
+		if (jobs[i].dir_fd >= 0)
+			(void) nm_cg_release_stepds(jobs[i].dir_fd,
+						    jobs[i].job_id);
+	}
+	return any;
+}
+
 /* Fail open: no strobe for FailSafe thaws everything (at real-time
- * priority, so that the thaw does not wait behind the jobs). */
+ * priority, so that the thaw does not wait behind the jobs).  While a job
+ * is frozen it also wakes every NM_GANG_STEPD_POLL_MS for its new stepds. */
 static void *failsafe_thread(void *arg)
 {
 	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
@@ -405,7 +441,7 @@ static void *failsafe_thread(void *arg)
 				(unsigned long long) ((now - last_strobe_ns) / 1000000),
 				n);
 		}
-		next_deadline(now, failsafe_ns, &ts);
+		next_deadline(now, failsafe_ns, release_new_stepds(), &ts);
 		pthread_cond_timedwait(&gwake, &glock, &ts);
 	}
 	pthread_mutex_unlock(&glock);
@@ -582,6 +618,7 @@ static int gang_init(nm_t *nm)
 	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
+	nm_cg_fini();
 	free(table_buf);
 	table_buf = NULL;
 	return rc;
@@ -606,6 +643,7 @@ static void gang_fini(nm_t *nm)
 	while (njobs)
 		drop_job(&jobs[0]);
 	(void) nm_cg_idle_cleanup();	/* and our cpu-controller directory */
+	nm_cg_fini();
 	pthread_mutex_unlock(&glock);
 	if (n)
 		nm_info("gang: thawed %d job(s) on exit", n);

@@ -21,6 +21,13 @@ extern int nm_cg_version(void);
 extern int nm_cg_job_open(uint32_t job_id, uint32_t uid);
 /* Freeze or thaw through an fd from nm_cg_job_open: 0 or -errno. */
 extern int nm_cg_write(int fd, bool frozen);
+/* v1: the job's freezer directory (O_PATH) for nm_cg_release_stepds: fd
+ * or -errno (-ENOTSUP under v2). */
+extern int nm_cg_job_dir_open(uint32_t job_id, uint32_t uid);
+/* Move the job's slurmstepds out of its freezer cgroup, so that freezing
+ * the job stops only its tasks; how many moved, or -errno. */
+extern int nm_cg_release_stepds(int dir_fd, uint32_t job_id);
+extern void nm_cg_fini(void);
 /* Thaw job cgroups a previous NM left frozen; returns how many. */
 extern int nm_cg_thaw_orphans(void);
 
