@@ -203,6 +203,24 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 	}
 }
 
+/* XFER-AND-SIGNAL to the whole set; on failure, err says which nodes it
+ * did not reach (fmt takes their names, then the error). */
+static int xfer_all(const storm_set_t *set, const void *data, uint64_t len,
+		    uint64_t offset, const char *fmt, char *err, size_t errlen)
+{
+	storm_set_t failed;
+	char names[1024];
+	int mrc = storm_xfer_sync(R.nm->ctx, set, data, len, offset,
+				  STORM_NO_EVENT, &failed);
+
+	if (!mrc)
+		return 0;
+	set_names(&failed, names, sizeof(names));
+	snprintf(err, errlen, fmt, storm_set_count(&failed) ? names : "?",
+		 storm_strerror(mrc));
+	return -1;
+}
+
 /*
  * Step 1 of storm_bcast.h: the manifest (srun's credential and, when it
  * fits, this node's job attestation).  Sent before srun sends the file, so
@@ -212,49 +230,35 @@ static int send_manifest(const storm_set_t *set, const char *cred,
 			 const char *attest, uint64_t key, char *err,
 			 size_t errlen)
 {
-	storm_set_t failed;
-	char names[1024], *man = NULL;
-	int mrc;
+	char *man = NULL;
+	int rc;
 
 	if (attest && strlen(cred) + 1 + strlen(attest) <= STORM_BCAST_MAX_MANIFEST &&
 	    asprintf(&man, "%s\n%s", cred, attest) < 0)
 		man = NULL;
-	mrc = storm_xfer_sync(R.nm->ctx, set, man ? man : cred,
-			      strlen(man ? man : cred),
-			      STORM_BCAST_MANIFEST | key, STORM_NO_EVENT,
-			      &failed);
+	rc = xfer_all(set, man ? man : cred, strlen(man ? man : cred),
+		      STORM_BCAST_MANIFEST | key,
+		      "node(s) %s did not receive the broadcast request: %s",
+		      err, errlen);
 	free(man);
-	if (mrc) {
-		set_names(&failed, names, sizeof(names));
-		snprintf(err, errlen, "node(s) %s did not receive the broadcast request: %s",
-			 storm_set_count(&failed) ? names : "?",
-			 storm_strerror(mrc));
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /* Steps 2-4 of storm_bcast.h: the step's other nodes get the file. */
 static int multicast(const storm_set_t *set, uint64_t key, const void *data,
 		     uint64_t size, double *t, char *err, size_t errlen)
 {
-	storm_set_t failed;
-	char names[1024];
-	int mrc;
+	int rc;
 
 	if (wait_state(set, key, STORM_BCAST_READY, err, errlen))
 		return -1;
 	t[0] = now_ms();
-	mrc = storm_xfer_sync(R.nm->ctx, set, data, size,
-			      STORM_BCAST_DATA | key, STORM_NO_EVENT, &failed);
+	rc = xfer_all(set, data, size, STORM_BCAST_DATA | key,
+		      "transfer failed on node(s) %s: %s; no node keeps the file",
+		      err, errlen);
 	t[1] = now_ms();
-	if (mrc) {
-		set_names(&failed, names, sizeof(names));
-		snprintf(err, errlen, "transfer failed on node(s) %s: %s; no node keeps the file",
-			 storm_set_count(&failed) ? names : "?",
-			 storm_strerror(mrc));
+	if (rc)
 		return -1;
-	}
 	return wait_state(set, key, STORM_BCAST_DONE, err, errlen);
 }
 
@@ -263,22 +267,10 @@ static int multicast(const storm_set_t *set, uint64_t key, const void *data,
 static int send_go(const storm_set_t *set, uint64_t key, char *err,
 		   size_t errlen)
 {
-	storm_set_t failed;
-	char names[1024];
-	int mrc;
-
-	if (storm_set_count(set)) {
-		mrc = storm_xfer_sync(R.nm->ctx, set, "", 0,
-				      STORM_BCAST_GO | key, STORM_NO_EVENT,
-				      &failed);
-		if (mrc) {
-			set_names(&failed, names, sizeof(names));
-			snprintf(err, errlen, "node(s) %s did not receive the go-ahead: %s",
-				 storm_set_count(&failed) ? names : "?",
-				 storm_strerror(mrc));
-			return -1;
-		}
-	}
+	if (storm_set_count(set) &&
+	    xfer_all(set, "", 0, STORM_BCAST_GO | key,
+		     "node(s) %s did not receive the go-ahead: %s", err, errlen))
+		return -1;
 	nm_bcast_go(R.nm->rank, key);
 	return 0;
 }
