@@ -138,14 +138,21 @@ extern int nm_cg_version(void)
 	return cg_version;
 }
 
+/* v1: the job's freezer cgroup, as proctrack/cgroup names it, then tail. */
+static void v1_job_path(uint32_t job_id, uint32_t uid, const char *tail,
+			char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/freezer/slurm_%s/uid_%u/job_%u%s", cg_mnt,
+		 cg_node, uid, job_id, tail);
+}
+
 /* The job's freeze-control file; 0 if it exists. */
 static int job_ctl_path(uint32_t job_id, uint32_t uid, char *buf, size_t len)
 {
 	struct stat st;
 
 	if (cg_version == 1) {
-		snprintf(buf, len, "%s/freezer/slurm_%s/uid_%u/job_%u/freezer.state",
-			 cg_mnt, cg_node, uid, job_id);
+		v1_job_path(job_id, uid, "/freezer.state", buf, len);
 		return stat(buf, &st) ? -errno : 0;
 	}
 	snprintf(buf, len, "%s/system.slice/%s_slurmstepd.scope/job_%u/cgroup.freeze",
@@ -204,8 +211,7 @@ extern int nm_cg_job_dir_open(uint32_t job_id, uint32_t uid)
 
 	if (cg_version != 1 || root_procs_fd < 0)
 		return -ENOTSUP;
-	snprintf(path, sizeof(path), "%s/freezer/slurm_%s/uid_%u/job_%u",
-		 cg_mnt, cg_node, uid, job_id);
+	v1_job_path(job_id, uid, "", path, sizeof(path));
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -397,8 +403,8 @@ extern int nm_cg_idle_sync(nm_cg_idle_t *c)
 
 	if (!c->own_dir)
 		return 0;
-	snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_%u/job_%u/step_*/cgroup.procs",
-		 cg_mnt, cg_node, c->uid, c->job_id);
+	v1_job_path(c->job_id, c->uid, "/step_*/cgroup.procs", pat,
+		    sizeof(pat));
 	if (glob(pat, 0, NULL, &g))
 		return 0;
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", c->dir);
