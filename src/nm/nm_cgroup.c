@@ -196,10 +196,11 @@ extern int nm_cg_write(int fd, bool frozen)
  * would stop them too, and then everything that talks to a stepd (sstat,
  * a new step's launch, signals, slurmd's health checks) waits for the
  * job's slot: measured with 30 s quanta, sstat failed after its 10 s
- * timeout and `srun --jobid` waited 19 s.  So the direct members of the
- * job's cgroup, which under proctrack/cgroup are only its slurmstepds,
- * move to the hierarchy's root, where Slurm moves a stepd itself before
- * it removes the job's cgroups (_remove_cg_subsystem).  Tasks stay in
+ * timeout and `srun --jobid` waited 19 s.  So the slurmstepds among the
+ * direct members of the job's cgroup (is_slurmstepd tells them from the
+ * tasks they have just forked) move to the hierarchy's root, where Slurm
+ * moves a stepd itself before it removes the job's cgroups
+ * (_remove_cg_subsystem).  Tasks stay in
  * their step cgroups, and a process moved into a thawed cgroup is thawed.
  * v2 keeps the stepd under the job (job_X/step_Y/slurm_processes) and is
  * left as it is.
@@ -216,7 +217,7 @@ extern int nm_cg_job_dir_open(uint32_t job_id, uint32_t uid)
 	return fd < 0 ? -errno : fd;
 }
 
-static bool is_slurmstepd(long pid)
+static bool comm_is_slurmstepd(long pid)
 {
 	char path[64], comm[32] = "";
 	ssize_t n;
@@ -228,6 +229,48 @@ static bool is_slurmstepd(long pid)
 	n = read(fd, comm, sizeof(comm) - 1);
 	close(fd);
 	return n > 0 && !strcmp(comm, "slurmstepd\n");
+}
+
+/* The parent from /proc/<pid>/stat ("pid (comm) state ppid ..."); 0 if
+ * the process is gone. */
+static long parent_of(long pid)
+{
+	char path[64], buf[512], *rp;
+	long ppid = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: the last ')' ends it */
+	if ((rp = strrchr(buf, ')')) && sscanf(rp + 1, " %*c %ld", &ppid) != 1)
+		ppid = 0;
+	return ppid;
+}
+
+/*
+ * A stepd, not one of its children: a task or batch script that a stepd
+ * has forked but not yet exec'd or put in its step cgroup is also named
+ * slurmstepd and sits, for that moment, directly in the job's cgroup.
+ * Moving such a child would race the stepd's own move of it into the step
+ * (our write can land after theirs) and leave the task outside every
+ * Slurm cgroup: untracked and unkillable by Slurm.  A stepd's parent is
+ * never a stepd (slurmd double-forks it).
+ */
+static bool is_slurmstepd(long pid)
+{
+	long ppid;
+
+	if (!comm_is_slurmstepd(pid))
+		return false;
+	ppid = parent_of(pid);
+	return ppid > 0 && !comm_is_slurmstepd(ppid);
 }
 
 extern int nm_cg_release_stepds(int dir_fd, uint32_t job_id)
