@@ -120,6 +120,11 @@ def test_policy_runs_coallocated_jobs_to_completion(pol, policy):
     c = pol
     set_policy(c, policy)
     outs, jobs = [], []
+    # The jobs count only once all three hold the nodes together: a job
+    # that started first could otherwise finish before the last one starts.
+    go = c.path("log", "count-%s.go" % policy)
+    if os.path.exists(go):
+        os.unlink(go)
     try:
         for k in range(3):
             out = c.path("log", "count-%s-%d.out" % (policy, k))
@@ -127,10 +132,12 @@ def test_policy_runs_coallocated_jobs_to_completion(pol, policy):
             jobs.append(c.sbatch("-N", "2", "-w", ",".join(NODES),
                                  "--ntasks-per-node=1", "-c", str(c.cpus),
                                  "-J", "count", "-o", out, "--wrap",
-                                 "srun sh -c '%s'" % COUNT))
+                                 "while [ ! -e %s ]; do sleep 0.1; done; "
+                                 "srun sh -c '%s'" % (go, COUNT)))
         g.wait_for(lambda: set(g.mm_status(c)[2]) >= set(jobs), 60,
                    "all three jobs co-allocated")
         wait_policy(c, jobs, policy)
+        open(go, "w").close()
         hdr = g.mm_status(c)[0]
         # gang and flexible jobs hold slots; local ones are never switched
         assert hdr["nslots"] == ("3" if policy != "local" else "0"), hdr
@@ -187,11 +194,15 @@ def test_policy_switch_on_a_live_partition_kills_nothing(pol):
         for policy, forbidden in (("flexible", "frozen"), ("local", None)):
             set_policy(c, policy)
             wait_policy(c, [a, b], policy)
+            allowed = {"running", "idle"} if policy == "flexible" else {"running"}
             if policy == "flexible":
                 g.wait_for(lambda: "idle" in set().union(*states_seen(c, [a, b], "node1", 0.5).values()),
                            20, "one of the pair idle-class under flexible")
+            # the MM's matrix changes at once, a node at its next strobe
+            g.wait_for(lambda: all(s <= allowed for s in
+                                   states_seen(c, [a, b], "node1", 0.2).values()),
+                       20, "node1 switching the pair under Policy=%s" % policy)
             seen = states_seen(c, [a, b], "node1", 1.0)
-            allowed = {"running", "idle"} if policy == "flexible" else {"running"}
             assert all(s <= allowed for s in seen.values()), (policy, seen)
             # the same processes, still running
             for n in NODES:
