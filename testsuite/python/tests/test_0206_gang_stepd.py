@@ -72,6 +72,29 @@ def _frozen_job(c, a, b):
     return g.wait_for(find, 60, "one job of the pair frozen on node1")
 
 
+def _wait_frozen(c, jobid, node):
+    """The job's freezer reaches FROZEN: right after the write it reads
+    FREEZING until every task has entered the refrigerator, which a task
+    waiting for a busy CPU does only once it is scheduled.  If it stays
+    FREEZING, the failure lists every task under the job and its state."""
+    try:
+        g.wait_for(lambda: g.job_freezer_state(c, jobid, node) == "FROZEN",
+                   10, "job %d's freezer FROZEN on %s" % (jobid, node))
+    except AssertionError as e:
+        top = os.path.join(c.cgroup_root("freezer"), "slurm_%s" % node,
+                           "uid_0", "job_%d" % jobid)
+        tasks = []
+        for d, _, _ in os.walk(top):
+            for t in open(os.path.join(d, "tasks")).read().split():
+                try:
+                    comm = open("/proc/%s/comm" % t).read().strip()
+                    wchan = open("/proc/%s/wchan" % t).read()
+                    tasks.append((d[len(top):], t, comm, _state(int(t)), wchan))
+                except OSError:
+                    pass
+        raise AssertionError("%s; tasks: %r" % (e, tasks)) from None
+
+
 def _is_main_stepd(pid, jobid):
     """A step's own slurmstepd, not the fork that becomes its task: the
     latter sits in the step's cgroup and is frozen with the tasks."""
@@ -86,7 +109,7 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
     try:
         fz = _frozen_job(c, a, b)
         epoch = g.nm_gang(c, "node1")["epoch"]
-        assert g.job_freezer_state(c, fz, "node1") == "FROZEN"
+        _wait_frozen(c, fz, "node1")
 
         # the job's tasks are frozen, its stepds are not, and no stepd is
         # left in the job's freezer cgroup itself
@@ -123,7 +146,7 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
         # all of it while the job stayed frozen: no strobe in between
         assert g.nm_gang(c, "node1")["epoch"] == epoch, \
             "the slot changed during the test; nothing was shown"
-        assert g.job_freezer_state(c, fz, "node1") == "FROZEN"
+        _wait_frozen(c, fz, "node1")
     finally:
         if step:
             step.kill()
