@@ -20,6 +20,11 @@
 
 #define NM_CTL_MAX_CMDS 32
 #define NM_CTL_MSG 4096
+/* Replies may be longer: a gang-trace reply carries ~80 bytes a strobe,
+ * and at 4 KiB (about 50 strobes) the gang benchmark's reader fell behind
+ * 16 nodes' rings at 5 ms quanta.  Clients read SEQPACKET replies whole
+ * into a buffer at least this large (the harness reads 64 KiB). */
+#define NM_CTL_REPLY 32768
 
 static struct {
 	const char *name;
@@ -76,7 +81,7 @@ extern int nm_ctl_open(nm_t *nm)
 /* One request; false when a handler kept the connection. */
 static bool serve_one(nm_t *nm, int fd)
 {
-	char req[NM_CTL_MSG], reply[NM_CTL_MSG];
+	char req[NM_CTL_MSG], reply[NM_CTL_REPLY];
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	nm_peer_t peer;
@@ -106,7 +111,7 @@ static bool serve_one(nm_t *nm, int fd)
 		snprintf(reply, sizeof(reply), "error unknown command '%.64s'",
 			 req);
 	} else {
-		char text[NM_CTL_MSG - 8] = "";
+		char text[NM_CTL_REPLY - 8] = "";
 		int rc = cmds[i].fn(nm, &peer, args, text, sizeof(text));
 
 		if (rc == NM_CTL_KEPT)

@@ -175,6 +175,45 @@ def realtime(prio=20):
     return lambda: os.sched_setscheduler(0, old[0], old[1])
 
 
+def process_cpu_ns(pid):
+    """CPU time of all threads of a process (ns), or 0 if it is gone."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def daemon_cpu_ns(cluster):
+    """{"slurmctld": ns, "storm-nm": ns}: CPU used so far by the cluster's
+    slurmctld (it hosts the machine manager) and by its node managers (all
+    threads; the NMs found by their --slurm-conf in this cluster)."""
+    out = {"slurmctld": process_cpu_ns(cluster.procs["slurmctld"].pid),
+           "storm-nm": 0}
+    conf = cluster.path("etc", "slurm.conf").encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % d) as f:
+                if f.read().strip() != "storm-nm":
+                    continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if conf not in f.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        out["storm-nm"] += process_cpu_ns(int(d))
+    return out
+
+
 def cpu_rate(pids, window):
     """CPU seconds per wall second of pids ({key: pid}) summed, over window.
 
