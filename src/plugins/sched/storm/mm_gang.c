@@ -826,9 +826,9 @@ static void release_all(void)
  * back at normal priority whenever it takes slurmctld's locks, drains a
  * node or writes a file: with the whole thread real-time, slurmctld once
  * hung at start-up on a busy 2-core host (the thread waited on a lock
- * whose holder never ran).  But only then: the quanta that need none of
- * that (all but one in 100 ms rebuilds, one a second for the status file)
- * stay real-time throughout.  Dropping and raising the priority around
+ * whose holder never ran).  But only then: a quantum that needs none of
+ * that (all but the one that rebuilds every 100 ms and the one that writes
+ * the status file every second) stays real-time throughout.  Dropping and raising the priority around
  * that work every quantum cost six sched_setscheduler calls a quantum,
  * and each drop let a busy job preempt the thread: at 2 ms quanta on 2
  * nodes slurmctld took 0.22-0.25 CPU-s/s in 6300-6400 slices a second.
