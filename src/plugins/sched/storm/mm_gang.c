@@ -564,12 +564,17 @@ static bool sort_out(const storm_set_t *failed, const char *why)
 	return removed;
 }
 
-/* A node drain_suspects() would drain now (it takes slurmctld's locks). */
+/* Missed SuspectQuanta acknowledgements and not drained yet. */
+static bool is_suspect(int i)
+{
+	return !nodes[i].drained && nodes[i].misses >= gconf.suspect_quanta;
+}
+
+/* A node drain_suspects() would look at now (it takes slurmctld's locks). */
 static bool suspect_to_drain(void)
 {
 	for (int i = 0; i < nnodes; i++)
-		if (!nodes[i].drained &&
-		    nodes[i].misses >= gconf.suspect_quanta)
+		if (is_suspect(i))
 			return true;
 	return false;
 }
@@ -583,7 +588,7 @@ static void drain_suspects(void)
 		char *reason;
 		int rc;
 
-		if (nodes[i].drained || nodes[i].misses < gconf.suspect_quanta)
+		if (!is_suspect(i))
 			continue;
 		/*
 		 * A node whose NM never answered this MM may still be starting
@@ -828,10 +833,11 @@ static void release_all(void)
  * hung at start-up on a busy 2-core host (the thread waited on a lock
  * whose holder never ran).  But only then: a quantum that needs none of
  * that (all but the one that rebuilds every 100 ms and the one that writes
- * the status file every second) stays real-time throughout.  Dropping and raising the priority around
- * that work every quantum cost six sched_setscheduler calls a quantum,
- * and each drop let a busy job preempt the thread: at 2 ms quanta on 2
- * nodes slurmctld took 0.22-0.25 CPU-s/s in 6300-6400 slices a second.
+ * the status file every second) stays real-time throughout.  Dropping and
+ * raising the priority around that work every quantum cost six
+ * sched_setscheduler calls a quantum, and each drop let a busy job preempt
+ * the thread: at 2 ms quanta on 2 nodes slurmctld took 0.22-0.25 CPU-s/s
+ * in 6300-6400 slices a second.
  */
 static void strobe_rt(bool on)
 {
