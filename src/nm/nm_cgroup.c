@@ -217,41 +217,29 @@ extern int nm_cg_job_dir_open(uint32_t job_id, uint32_t uid)
 	return fd < 0 ? -errno : fd;
 }
 
-static bool comm_is_slurmstepd(long pid)
+/* Name and parent from /proc/<pid>/stat ("pid (comm) state ppid ..."),
+ * one read; false if the process is gone. */
+static bool proc_stat(long pid, char *comm, size_t clen, long *ppid)
 {
-	char path[64], comm[32] = "";
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	return n > 0 && !strcmp(comm, "slurmstepd\n");
-}
-
-/* The parent from /proc/<pid>/stat ("pid (comm) state ppid ..."); 0 if
- * the process is gone. */
-static long parent_of(long pid)
-{
-	char path[64], buf[512], *rp;
-	long ppid = 0;
+	char path[64], buf[512], *lp, *rp;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
+		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return false;
 	buf[n] = '\0';
 	/* comm may hold spaces and parentheses: the last ')' ends it */
-	if ((rp = strrchr(buf, ')')) && sscanf(rp + 1, " %*c %ld", &ppid) != 1)
-		ppid = 0;
-	return ppid;
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp || sscanf(rp + 1, " %*c %ld", ppid) != 1)
+		return false;
+	snprintf(comm, clen, "%.*s", (int) (rp - lp - 1), lp + 1);
+	return true;
 }
 
 /*
@@ -265,12 +253,14 @@ static long parent_of(long pid)
  */
 static bool is_slurmstepd(long pid)
 {
-	long ppid;
+	char comm[32];
+	long ppid, pppid;
 
-	if (!comm_is_slurmstepd(pid))
+	if (!proc_stat(pid, comm, sizeof(comm), &ppid) ||
+	    strcmp(comm, "slurmstepd") || ppid <= 0)
 		return false;
-	ppid = parent_of(pid);
-	return ppid > 0 && !comm_is_slurmstepd(ppid);
+	return !proc_stat(ppid, comm, sizeof(comm), &pppid) ||
+	       strcmp(comm, "slurmstepd");
 }
 
 extern int nm_cg_release_stepds(int dir_fd, uint32_t job_id)
