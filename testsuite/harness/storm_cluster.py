@@ -399,8 +399,32 @@ class Cluster:
             if want and all(states.get(n) == "idle" for n in want):
                 return
             time.sleep(0.1)
-        raise ClusterError("nodes not idle after %d s:\n%s\nlogs in %s" % (
-            timeout, last, self.path("log")))
+        raise ClusterError("nodes not idle after %d s:\n%s\nlogs in %s\n%s" % (
+            timeout, last, self.path("log"), self._stuck_report(last, want)))
+
+    def _tail(self, path, lines):
+        try:
+            with open(path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return "(%s)\n" % e
+
+    def _stuck_report(self, sinfo, want):
+        """What a CI log needs when nodes do not go idle (the cluster's log
+        directory does not outlive the CI machine): the controller's view of
+        the jobs, and the last lines each stuck node's daemons wrote."""
+        states = dict(l.split() for l in sinfo.splitlines() if l.strip())
+        stuck = sorted(n for n in want if states.get(n) != "idle")
+        parts = ["--- scontrol show job\n" +
+                 self.run(["scontrol", "-o", "show", "job"], check=False).stdout,
+                 "--- %s (last 40 lines)\n" % self.log() + self._tail(self.log(), 40)]
+        for n in stuck[:3]:
+            parts.append("--- %s (last 25 lines)\n" % self.log(n) +
+                         self._tail(self.log(n), 25))
+            nm = self.path("log", "storm-nm-%s.log" % n)
+            if os.path.exists(nm):
+                parts.append("--- %s (last 15 lines)\n" % nm + self._tail(nm, 15))
+        return "".join(parts)
 
     def run(self, argv, check=True, timeout=120, **kw):
         """Run a Slurm client command against this cluster."""

@@ -63,6 +63,12 @@ def test_slurmctld_keeps_last_good_config_on_reconfigure(cluster, text, line, wh
         assert what in m.group(3)
         assert "UP" in cluster.run(["scontrol", "ping"]).stdout
         assert cluster.run(["srun", "-N", "8", "true"]).returncode == 0
+        # Let the job end on every node before the next reconfigure: this
+        # test is about storm.conf, not about a reconfigure racing a job's
+        # end (CI once saw node1 stay "completing" for over 60 s after one;
+        # had a TERMINATE_JOB been lost, Slurm would re-send it only after
+        # KillWait + 2 * MessageTimeout, on its 60 s purge cycle).
+        cluster.wait_idle()
     finally:
         cluster.write_storm_conf(good)
         cluster.run(["scontrol", "reconfigure"])
