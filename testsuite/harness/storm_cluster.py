@@ -409,6 +409,20 @@ class Cluster:
         except OSError as e:
             return "(%s)\n" % e
 
+    def recent_errors(self, per_log=8):
+        """The last error lines of every daemon log of this cluster."""
+        out = []
+        try:
+            names = sorted(os.listdir(self.path("log")))
+        except OSError as e:
+            return "(%s)\n" % e
+        for name in names:
+            lines = [l for l in self._tail(self.path("log", name), 2000).splitlines()
+                     if "error" in l.lower() or "fatal" in l.lower()]
+            if lines:
+                out.append("--- %s\n%s\n" % (name, "\n".join(lines[-per_log:])))
+        return "".join(out) or "(no error lines)\n"
+
     def _stuck_report(self, sinfo, want):
         """What a CI log needs when nodes do not go idle (the cluster's log
         directory does not outlive the CI machine): the controller's view of

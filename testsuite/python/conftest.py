@@ -30,6 +30,10 @@ def pytest_runtest_makereport(item, call):
     if rep.failed:
         dirs = ", ".join(c.path("log") for c in _clusters) or LOGROOT
         rep.sections.append(("STORM cluster logs", dirs))
+        # CI keeps only its console: carry the logs' latest errors there.
+        for c in _clusters:
+            rep.sections.append(("STORM errors in %s" % c.path("log"),
+                                 c.recent_errors()))
 
 
 @pytest.fixture(scope="session")
