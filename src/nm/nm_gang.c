@@ -1,9 +1,9 @@
 /*
  * nm_gang.c - the node's end of gang scheduling.
  *
- * When the Machine Manager's strobe commits on this node (XFER-AND-SIGNAL
- * to STORM_GANG_STROBE_OFF), the fabric's real-time progress thread calls
- * on_commit(), which freezes the jobs that do not run in the new slot, then
+ * When the Machine Manager's strobe reaches this node (XFER-AND-SIGNAL to
+ * STORM_GANG_STROBE_OFF, signalled on arrival: STORM_XFER_ON_ARRIVAL), the
+ * fabric's real-time progress thread calls on_commit(), which freezes the jobs that do not run in the new slot, then
  * thaws the ones that do, and stores the strobe's epoch in
  * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  A second thread
  * only watches for the fail-safe.  See storm_gang.h for the wire format.
@@ -331,8 +331,9 @@ static uint32_t apply(uint32_t slot)
 
 /*
  * A strobe, handled where it arrives: the library calls this on the
- * fabric's real-time progress thread when a transfer commits, after COMMIT
- * went on to this node's children and with the ctx locked.  Switching here
+ * fabric's real-time progress thread when a transfer commits (the strobe:
+ * when it arrives, after it went on to this node's children) with the ctx
+ * locked.  Switching here
  * instead of in a thread woken by TEST-EVENT saves a real-time wake-up per
  * strobe on every node, and on a shared host those wake-ups, serialized,
  * were most of the first-to-last switch skew.  The remote event is still

@@ -19,7 +19,7 @@
 #include "stormmech.h"
 
 #define SM_MAGIC    0x4d525453u   /* "STRM" little endian */
-#define SM_VERSION  2   /* 2: client address in every header */
+#define SM_VERSION  3   /* 2: client address in every header; 3: xflags */
 #define SM_MAX_ARITY 32
 #define SM_DONE_RING 256          /* finished ops remembered for staleness */
 #define SM_CAW_QUEUE 64           /* pending requests at a serializer */
@@ -65,6 +65,7 @@ struct sm_hdr {
 	uint64_t origin_op;     /* CAW: origin's op id */
 	uint32_t timeout_ms;    /* root's timeout, bounds members' waits */
 	int32_t  rev;           /* XFER: remote event on members */
+	uint32_t xflags;        /* XFER: STORM_XFER_* of the root's call */
 	storm_set_t set;
 	storm_set_t failed;
 	char client_addr[48];   /* sender's "host:port" if a client rank */
@@ -125,6 +126,7 @@ struct storm_op {
 	uint32_t nchunks, nhave, prefix;
 	uint8_t *have;
 	int local_ev, remote_ev;
+	unsigned xflags;        /* STORM_XFER_* */
 	/* CAW */
 	int var, wvar;
 	int cmp;

@@ -164,6 +164,51 @@ void sm_backoff(struct storm_ctx *ctx, int *spins, uint64_t idle_since,
 	nanosleep(&ts, NULL);
 }
 
+/* How long a progress thread with nothing to send sleeps on the CQ fd at
+ * most.  With operations open only their timers (ms deadlines) need a
+ * look; with none, the cap is a safety net: the CQ fd and kick_fd end the
+ * sleep. */
+#define SM_WAIT_OPS_SLEEP_US 1000
+#define SM_QUIET_SLEEP_US 200000
+
+/* 0 while this side has sends in flight (the provider may need progress
+ * calls that raise no fd event, as rxm's rendezvous does): then the
+ * bounded backoff applies.  Otherwise what can happen next is a message
+ * (the CQ fd fires), a timer, or a local call (sm_op_new kicks). */
+static int sm_quiet_us(const struct storm_ctx *ctx)
+{
+	if (ctx->tx_posted || ctx->pend)
+		return 0;
+	if (ctx->caw_cur || ctx->caw_len)
+		return SM_WAIT_OPS_SLEEP_US;
+	for (const struct storm_op *op = ctx->ops; op; op = op->next)
+		if (op->phase != SM_P_DONE)
+			return SM_WAIT_OPS_SLEEP_US;
+	return SM_QUIET_SLEEP_US;
+}
+
+/* Sleep on the CQ fd and kick_fd until either fires or us pass; with the
+ * lock held on entry (fi_trywait needs it), released on return. */
+static void deep_sleep(struct storm_ctx *ctx, int us)
+{
+	struct fid *f = &ctx->cq->fid;
+	struct pollfd p[2] = {
+		{ .fd = ctx->cq_fd, .events = POLLIN },
+		{ .fd = ctx->kick_fd, .events = POLLIN },
+	};
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
+	eventfd_t v;
+
+	atomic_store(&ctx->deep_sleep, true);
+	int rc = fi_trywait(ctx->fabric, &f, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc == FI_SUCCESS)
+		ppoll(p, 2, &ts, NULL);
+	atomic_store(&ctx->deep_sleep, false);
+	if (p[1].revents & POLLIN)
+		(void)eventfd_read(ctx->kick_fd, &v);
+}
+
 /*
  * With the progress thread running, a waiter only sleeps until the thread
  * reports a change it may be waiting for (wake_gen).  The periodic recheck
@@ -214,17 +259,32 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 			return rc;
 	}
 	for (;;) {
-		int n = 0;
+		int n = 0, quiet_us;
 		pthread_mutex_lock(&ctx->lock);
 		bool d = done(arg);
 		if (!d && !atomic_load(&ctx->pthr_run)) {
 			n = sm_progress_once(ctx);
 			d = done(arg);
 		}
+		uint64_t now = sm_now_ns();
+		/* Nothing to send and nothing came: the caller drives progress
+		 * (no progress thread), so sleep as the thread would, on the
+		 * CQ fd until a message, a timer or the deadline.  One wake-up
+		 * per answer, where the backoff's growing sleeps took several
+		 * (and a handoff to a progress thread two more). */
+		if (!d && n == 0 && now < dl && ctx->cq_fd >= 0 &&
+		    !atomic_load(&ctx->pthr_run) &&
+		    now - idle >= (uint64_t)ctx->cfg.busy_poll_us * 1000 &&
+		    (quiet_us = sm_quiet_us(ctx)) > 0) {
+			uint64_t left_us = (dl - now) / 1000 + 1;
+
+			deep_sleep(ctx, left_us < (uint64_t)quiet_us ?
+					(int)left_us : quiet_us);
+			continue;
+		}
 		pthread_mutex_unlock(&ctx->lock);
 		if (d)
 			return 0;
-		uint64_t now = sm_now_ns();
 		if (now >= dl)
 			return -ETIMEDOUT;
 		if (n > 0) {
@@ -259,51 +319,6 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
 			sm_backoff(ctx, &spins, idle, (int)((dl - now) / 1000));
 		}
 	}
-}
-
-/* How long a progress thread with nothing to send sleeps on the CQ fd at
- * most.  With operations open only their timers (ms deadlines) need a
- * look; with none, the cap is a safety net: the CQ fd and kick_fd end the
- * sleep. */
-#define SM_WAIT_OPS_SLEEP_US 1000
-#define SM_QUIET_SLEEP_US 200000
-
-/* 0 while this side has sends in flight (the provider may need progress
- * calls that raise no fd event, as rxm's rendezvous does): then the
- * bounded backoff applies.  Otherwise what can happen next is a message
- * (the CQ fd fires), a timer, or a local call (sm_op_new kicks). */
-static int sm_quiet_us(const struct storm_ctx *ctx)
-{
-	if (ctx->tx_posted || ctx->pend)
-		return 0;
-	if (ctx->caw_cur || ctx->caw_len)
-		return SM_WAIT_OPS_SLEEP_US;
-	for (const struct storm_op *op = ctx->ops; op; op = op->next)
-		if (op->phase != SM_P_DONE)
-			return SM_WAIT_OPS_SLEEP_US;
-	return SM_QUIET_SLEEP_US;
-}
-
-/* Sleep on the CQ fd and kick_fd until either fires or us pass; with the
- * lock held on entry (fi_trywait needs it), released on return. */
-static void deep_sleep(struct storm_ctx *ctx, int us)
-{
-	struct fid *f = &ctx->cq->fid;
-	struct pollfd p[2] = {
-		{ .fd = ctx->cq_fd, .events = POLLIN },
-		{ .fd = ctx->kick_fd, .events = POLLIN },
-	};
-	struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
-	eventfd_t v;
-
-	atomic_store(&ctx->deep_sleep, true);
-	int rc = fi_trywait(ctx->fabric, &f, 1);
-	pthread_mutex_unlock(&ctx->lock);
-	if (rc == FI_SUCCESS)
-		ppoll(p, 2, &ts, NULL);
-	atomic_store(&ctx->deep_sleep, false);
-	if (p[1].revents & POLLIN)
-		(void)eventfd_read(ctx->kick_fd, &v);
 }
 
 static void *progress_main(void *arg)

@@ -39,6 +39,7 @@ void sm_hdr_init(struct storm_ctx *ctx, struct sm_hdr *h, int type,
 	h->origin = op->origin;
 	h->origin_op = op->origin_op;
 	h->rev = op->remote_ev;
+	h->xflags = op->xflags;
 }
 
 /* generic checks; op-specific ones live in the handlers */
@@ -50,7 +51,8 @@ int sm_hdr_check(struct storm_ctx *ctx, const struct sm_hdr *h, size_t len)
 	    h->arity < 1 || h->arity > SM_MAX_ARITY ||
 	    h->root >= STORM_MAX_RANKS || h->timeout_ms == 0 ||
 	    h->timeout_ms > 3600000 || h->cmp > STORM_NE ||
-	    h->rev < STORM_NO_EVENT || h->rev >= STORM_MAX_EVENTS) {
+	    h->rev < STORM_NO_EVENT || h->rev >= STORM_MAX_EVENTS ||
+	    (h->xflags & ~(uint32_t)STORM_XFER_FLAGS)) {
 		ctx->st.rx_bad_header++;
 		return -EINVAL;
 	}

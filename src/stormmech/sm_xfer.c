@@ -22,7 +22,7 @@ struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind)
 	op->local_ev = op->remote_ev = STORM_NO_EVENT;
 	op->next = ctx->ops;
 	ctx->ops = op;
-	if (atomic_load(&ctx->deep_sleep))
+	if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
 		(void)eventfd_write(ctx->kick_fd, 1);
 	return op;
 }
@@ -186,6 +186,7 @@ static void check_done(struct storm_ctx *ctx, struct storm_op *op)
 	    !sm_children_done(op))
 		return;
 	bool ok = storm_set_count(&op->failed) == 0;
+	bool on_arrival = op->xflags & STORM_XFER_ON_ARRIVAL;
 	if (!op->is_root) {
 		struct sm_hdr h;
 		sm_hdr_init(ctx, &h, SM_ACK, op);
@@ -193,13 +194,19 @@ static void check_done(struct storm_ctx *ctx, struct storm_op *op)
 		h.status = ok ? 0 : -EIO;
 		if (op->tree.parent >= 0)
 			sm_send(ctx, op->tree.parent, &h, NULL, 0, NULL, -1);
+		if (on_arrival) {	/* signalled already; no commit comes */
+			sm_op_finish(ctx, op, ok ? 0 : -EIO);
+			return;
+		}
 		op->phase = SM_P_WAIT_COMMIT;
 		op->gc_ns = sm_now_ns() + 2ull * op->timeout_ms * 1000000ull;
 		return;
 	}
-	send_down(ctx, op, ok ? SM_COMMIT : SM_ABORT);
-	if (ok && op->dst)
-		commit_local(ctx, op);
+	if (!on_arrival) {
+		send_down(ctx, op, ok ? SM_COMMIT : SM_ABORT);
+		if (ok && op->dst)
+			commit_local(ctx, op);
+	}
 	sm_event_signal(ctx, op->local_ev);
 	sm_op_finish(ctx, op, ok ? 0 : -EIO);
 }
@@ -215,13 +222,20 @@ int sm_xfer_start_msg(struct storm_ctx *ctx, struct storm_op *op)
 int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 	       size_t len, uint64_t off, int lev, int rev, storm_op_t **out)
 {
+	return storm_xfer_flags(ctx, set, src, len, off, lev, rev, 0, out);
+}
+
+int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
+		     const void *src, size_t len, uint64_t off, int lev,
+		     int rev, unsigned flags, storm_op_t **out)
+{
 	struct storm_op *op;
 	int rc;
 
 	if (!ctx || !set || !out || (len && !src) ||
 	    lev < STORM_NO_EVENT || lev >= STORM_MAX_EVENTS ||
 	    rev < STORM_NO_EVENT || rev >= STORM_MAX_EVENTS ||
-	    off + len < off)
+	    off + len < off || (flags & ~STORM_XFER_FLAGS))
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	bool member = storm_set_has(set, ctx->rank);
@@ -249,6 +263,7 @@ int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 	op->src = src;
 	op->local_ev = lev;
 	op->remote_ev = rev;
+	op->xflags = flags;
 	sm_tree_build(set, ctx->rank, op->arity, ctx->rank, &op->tree);
 	op->deadline_ns = child_deadline(op, sm_now_ns());
 	if (member) {
@@ -258,6 +273,9 @@ int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 	}
 	init_children(ctx, op);
 	rc = ctx->path->xfer_start(ctx, op);
+	/* the root as a member holds the block from the start */
+	if (!rc && member && (flags & STORM_XFER_ON_ARRIVAL))
+		commit_local(ctx, op);
 	*out = op;
 out:
 	pthread_mutex_unlock(&ctx->lock);
@@ -313,8 +331,16 @@ void storm_op_free(storm_op_t *op)
 int storm_xfer_sync(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 		    size_t len, uint64_t off, int rev, storm_set_t *failed)
 {
+	return storm_xfer_sync_flags(ctx, set, src, len, off, rev, 0, failed);
+}
+
+int storm_xfer_sync_flags(storm_ctx_t *ctx, const storm_set_t *set,
+			  const void *src, size_t len, uint64_t off, int rev,
+			  unsigned flags, storm_set_t *failed)
+{
 	storm_op_t *op;
-	int rc = storm_xfer(ctx, set, src, len, off, STORM_NO_EVENT, rev, &op);
+	int rc = storm_xfer_flags(ctx, set, src, len, off, STORM_NO_EVENT, rev,
+				  flags, &op);
 	if (rc)
 		return rc;
 	rc = storm_op_wait(op, -1, failed);
@@ -369,6 +395,7 @@ static struct storm_op *new_member_op(struct storm_ctx *ctx,
 	op->dst_hooked = hooked;
 	op->have = calloc(op->nchunks, 1);
 	op->remote_ev = h->rev;
+	op->xflags = h->xflags;
 	if (!op->have) {
 		sm_op_finish(ctx, op, -ENOMEM);
 		return NULL;
@@ -437,6 +464,9 @@ static void rx_data(struct storm_ctx *ctx, const struct sm_hdr *h,
 	if (op->nhave == op->nchunks)
 		op->deadline_ns = child_deadline(op, now);
 	pump(ctx, op);
+	/* passed on first: the children's copies are on their way */
+	if (op->nhave == op->nchunks && (op->xflags & STORM_XFER_ON_ARRIVAL))
+		commit_local(ctx, op);
 	check_done(ctx, op);
 }
 

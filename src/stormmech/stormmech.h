@@ -180,7 +180,8 @@ typedef void (*storm_log_f)(void *arg, storm_log_level_t lvl, const char *msg);
 /*
  * Called on a member when a transfer is committed (after the data is in
  * place and COMMIT has been forwarded to its children, before the remote
- * event is signalled).  dst is where the data is.  It runs on the thread
+ * event is signalled), or with STORM_XFER_ON_ARRIVAL as soon as the member
+ * holds the block and has passed it on.  dst is where the data is.  It runs on the thread
  * that drives progress (the progress thread when one runs) with the ctx
  * locked, so it sees the data without a thread wake-up; keep it short.
  * It may call storm_var_get/set, storm_region_ptr and storm_event_test on
@@ -296,6 +297,24 @@ typedef struct storm_op storm_op_t;
 int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 	       size_t len, uint64_t dst_offset, int local_ev, int remote_ev,
 	       storm_op_t **op);
+
+/*
+ * STORM_XFER_ON_ARRIVAL: each member signals remote_ev (and calls the recv
+ * callback) as soon as it holds the whole block, after passing it on to
+ * its children, instead of after a commit round that tells it every
+ * member has it: the semantics of the original XFER-AND-SIGNAL.  One
+ * message per member instead of two (no COMMIT), and no wait for the
+ * slowest member before anyone acts.  The root still learns every failed
+ * member from the acknowledgements (storm_op_wait's failed set).  Fit for
+ * a small, self-validating message that the next one replaces (a strobe);
+ * not for a block a member must not use unless all have it.
+ */
+#define STORM_XFER_ON_ARRIVAL 1u
+#define STORM_XFER_FLAGS      STORM_XFER_ON_ARRIVAL	/* every known flag */
+int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
+		     const void *src, size_t len, uint64_t dst_offset,
+		     int local_ev, int remote_ev, unsigned flags,
+		     storm_op_t **op);
 /* 0 done ok, -EAGAIN still running, -EIO some member failed (failed set
  * filled if not NULL), other negative error */
 int  storm_op_test(storm_op_t *op, storm_set_t *failed);
@@ -306,6 +325,9 @@ void storm_op_free(storm_op_t *op);   /* waits/cancels if still running */
 int storm_xfer_sync(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 		    size_t len, uint64_t dst_offset, int remote_ev,
 		    storm_set_t *failed);
+int storm_xfer_sync_flags(storm_ctx_t *ctx, const storm_set_t *set,
+			  const void *src, size_t len, uint64_t dst_offset,
+			  int remote_ev, unsigned flags, storm_set_t *failed);
 
 /* --------------------------------------------------- COMPARE-AND-WRITE */
 typedef enum storm_cmp {

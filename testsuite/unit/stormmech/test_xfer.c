@@ -1,4 +1,5 @@
 /* XFER-AND-SIGNAL and TEST-EVENT: integrity, events, set shapes */
+#include <signal.h>
 #include "mech_test.h"
 
 #define CHUNK STORM_DEF_CHUNK
@@ -213,9 +214,126 @@ START_TEST(dest_hook)
 }
 END_TEST
 
+/* members' valid messages received so far (H_SUM refreshes the stats) */
+static void rx_counts(struct harness *h, uint64_t *rx)
+{
+	h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+	for (int r = 0; r < h->n; r++)
+		rx[r] = h->pid[r] > 0 ? h->sh->res[r].st.rx_msgs : 0;
+}
+
+/* wait until every live member of set has remote event 1 >= want[r] */
+static void wait_members_ev(struct harness *h, const storm_set_t *set,
+			    const uint64_t *want)
+{
+	for (int tries = 0; tries < 200; tries++) {
+		int behind = 0;
+
+		h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+		for (int r = 0; r < h->n; r++)
+			behind += h->pid[r] > 0 && storm_set_has(set, r) &&
+				  h->sh->res[r].ev[1] < want[r];
+		if (!behind)
+			return;
+		storm_progress(h->ctx, 50000);
+	}
+}
+
+/*
+ * STORM_XFER_ON_ARRIVAL: same data and one remote event per member as the
+ * committed transfer, one message fewer per member (no COMMIT: a leaf
+ * receives 1 message instead of 2), and a member that does not answer
+ * keeps only itself from being signalled, not everyone.
+ */
+START_TEST(on_arrival)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	const int N = 8, LEAF = 2, STOPPED = 3;	/* root 8, k=4: 1-3 leaves */
+	uint64_t ev[H_MAX] = { 0 }, rx0[H_MAX], rx1[H_MAX];
+	uint8_t small[56], *big;
+	size_t blen = 2 * CHUNK + 5;
+	storm_set_t set, failed;
+
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = 3000;
+	START_OR_FAIL(&h, N, &cfg);
+	set = range_set(0, N - 1);
+	/* warm up (connections), then the committed transfer's count */
+	xfer_and_check(&h, &set, sizeof(small), 0, 40, ev);
+	rx_counts(&h, rx0);
+	xfer_and_check(&h, &set, sizeof(small), 0, 41, ev);
+	rx_counts(&h, rx1);
+	ck_assert_int_eq(rx1[LEAF] - rx0[LEAF], 2);	/* DATA, COMMIT */
+
+	fill_pattern(small, sizeof(small), 42);
+	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, small,
+					       sizeof(small), 0, 1,
+					       STORM_XFER_ON_ARRIVAL, &failed),
+			 0);
+	ck_assert_int_eq(storm_set_count(&failed), 0);
+	for (int r = 0; r < N; r++)
+		ev[r]++;
+	wait_members_ev(&h, &set, ev);
+	rx_counts(&h, rx0);
+	ck_assert_int_eq(rx0[LEAF] - rx1[LEAF], 1);	/* DATA only */
+	h_cmd(&h, -1, H_SUM, 0, sizeof(small), 0, 0, 0, 0);
+	for (int r = 0; r < N; r++) {
+		ck_assert(h.sh->res[r].sum == h_sum(small, sizeof(small)));
+		ck_assert_int_eq(h.sh->res[r].ev[1], ev[r]);
+		ck_assert_int_eq(h.sh->res[r].st.rx_dropped, 0);
+	}
+
+	/* several chunks: signalled once, when the last one is in */
+	big = malloc(blen);
+	fill_pattern(big, blen, 43);
+	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, big, blen, 4096, 1,
+					       STORM_XFER_ON_ARRIVAL, NULL), 0);
+	for (int r = 0; r < N; r++)
+		ev[r]++;
+	wait_members_ev(&h, &set, ev);
+	h_cmd(&h, -1, H_SUM, 4096, blen, 0, 0, 0, 0);
+	for (int r = 0; r < N; r++) {
+		ck_assert(h.sh->res[r].sum == h_sum(big, blen));
+		ck_assert_int_eq(h.sh->res[r].ev[1], ev[r]);
+	}
+	free(big);
+
+	/* a stopped member is reported failed; the others act anyway */
+	kill(h.pid[STOPPED], SIGSTOP);
+	fill_pattern(small, sizeof(small), 44);
+	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, small,
+					       sizeof(small), 0, 1,
+					       STORM_XFER_ON_ARRIVAL, &failed),
+			 -EIO);
+	ck_assert_int_eq(storm_set_count(&failed), 1);
+	ck_assert(storm_set_has(&failed, STOPPED));
+	h_kill(&h, STOPPED);
+	for (int r = 0; r < N; r++)
+		ev[r]++;
+	wait_members_ev(&h, &set, ev);
+	h_cmd(&h, -1, H_SUM, 0, sizeof(small), 0, 0, 0, 0);
+	for (int r = 0; r < N; r++) {
+		if (r == STOPPED)
+			continue;
+		ck_assert(h.sh->res[r].sum == h_sum(small, sizeof(small)));
+		ck_assert_msg(h.sh->res[r].ev[1] == ev[r],
+			      "rank %d: remote event %lu, want %lu", r,
+			      (unsigned long)h.sh->res[r].ev[1],
+			      (unsigned long)ev[r]);
+	}
+	/* an unknown flag is refused before anything is sent */
+	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, small,
+					       sizeof(small), 0, 1, 0x80,
+					       NULL), -EINVAL);
+	h_stop(&h);
+}
+END_TEST
+
 int main(void)
 {
-	TCase *tc[5];
+	TCase *tc[6];
 	tc[0] = tcase_create("sizes");
 	tcase_add_loop_test(tc[0], sizes_4, 0, H_NPROV);
 	tc[1] = tcase_create("big16");
@@ -226,7 +344,9 @@ int main(void)
 	tcase_add_loop_test(tc[3], concurrent_ops, 0, H_NPROV);
 	tc[4] = tcase_create("dest_hook");
 	tcase_add_loop_test(tc[4], dest_hook, 0, H_NPROV);
-	for (int i = 0; i < 5; i++)
+	tc[5] = tcase_create("on_arrival");
+	tcase_add_loop_test(tc[5], on_arrival, 0, H_NPROV);
+	for (int i = 0; i < 6; i++)
 		tcase_set_timeout(tc[i], 180);
-	return mech_run(mech_suite("stormmech-xfer", tc, 5));
+	return mech_run(mech_suite("stormmech-xfer", tc, 6));
 }

@@ -71,25 +71,30 @@
 
 #define MM_PREFIX "sched/storm: mm"
 /*
- * The MM's fabric progress thread: above the node managers' threads (40,
- * 41), so that on a host it shares with node managers the COMMIT of a
- * strobe reaches all its tree children before the first of them preempts
- * it (16-node switch skew, median / p99, with the NMs switching in their
- * commit callback: 0.59 / 1.04 ms at 30, 0.51-0.56 / 0.77-0.94 ms at 50).
- * It only polls the fabric and sleeps.
+ * The strobe thread drives the fabric itself (no progress thread: each
+ * handoff to one cost slurmctld two context switches per message, most of
+ * its CPU at millisecond quanta).  Its real-time priority is above the
+ * node managers' threads (40, 41), so that on a host it shares with node
+ * managers a strobe reaches all its tree children before the first of
+ * them preempts it (16-node switch skew, median / p99, with the NMs
+ * switching in their receive callback: 0.59 / 1.04 ms at 30,
+ * 0.51-0.56 / 0.77-0.94 ms at 50, measured with a progress thread at
+ * those priorities).  Between quanta it sleeps; messages that come then
+ * wait in the socket for the next quantum's work.
  */
-#define MM_RT_PRIO 50
-#define MM_STROBE_PRIO 30	/* the strobe thread, around fabric waits */
+#define MM_STROBE_PRIO 50
 /*
  * Slurm's job list is read (under slurmctld's read locks) every 100 ms,
  * not every quantum: at 2 ms that was 500 lock rounds a second competing
  * with slurmctld's own RPCs, for changes (job starts and ends) that take
  * far longer than 100 ms to matter.  Likewise one node's acknowledgement
- * latency, for stormctl, is measured at most every 20 ms (a CAW to one
- * node, i.e. a wake-up of its node manager).
+ * latency, for stormctl, is measured at most every 100 ms (a CAW to one
+ * node, i.e. two messages and a wake-up of its node manager; at 20 ms
+ * that was as many messages as the quantum's own confirmation at a 20 ms
+ * Timeslice).  With 16 nodes each node's figure is 1.6 s old at most.
  */
 #define MM_REBUILD_NS 100000000ULL
-#define MM_ACK_PROBE_NS 20000000ULL
+#define MM_ACK_PROBE_NS 100000000ULL
 #define MM_STATUS_NS 1000000000ULL
 #define MM_PROBE_DEAD_NS 1000000000ULL
 #define MM_MIN_TIMEOUT_MS 100
@@ -204,7 +209,6 @@ static void free_nodes(void)
 static void close_fabric(void)
 {
 	if (ctx) {
-		storm_ctx_stop_progress(ctx);
 		storm_ctx_close(ctx);
 		ctx = NULL;
 	}
@@ -262,17 +266,6 @@ static int open_fabric(void)
 		return rc;
 	}
 	storm_set_log_fn(ctx, mm_log, NULL, STORM_LOG_WARN);
-	/* The progress thread only polls the fabric and sleeps (<= 200 us
-	 * backoff); it holds no slurmctld lock, so it may be real-time. */
-	rc = storm_ctx_start_progress(ctx, MM_RT_PRIO);
-	if (rc) {
-		error("%s: cannot start the fabric progress thread: %s",
-		      MM_PREFIX, storm_strerror(rc));
-		storm_ctx_close(ctx);
-		ctx = NULL;
-		free_nodes();
-		return rc;
-	}
 	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms",
 	     MM_PREFIX, nnodes, host, gconf.ctl_port, gconf.provider, nnodes,
 	     gconf.timeslice_us, cfg.timeout_ms);
@@ -714,8 +707,11 @@ again:
 	s.mm_id = mm_id;
 	s.sent_ns = now_ns(CLOCK_REALTIME);
 	storm_set_clear(&failed);
-	rc = storm_xfer_sync(ctx, &live, &s, sizeof(s), STORM_GANG_STROBE_OFF,
-			     STORM_GANG_EV_STROBE, &failed);
+	/* each node switches when the strobe reaches it, not after a commit
+	 * round: one message per node per quantum fewer (storm_xfer_flags) */
+	rc = storm_xfer_sync_flags(ctx, &live, &s, sizeof(s),
+				   STORM_GANG_STROBE_OFF, STORM_GANG_EV_STROBE,
+				   STORM_XFER_ON_ARRIVAL, &failed);
 	if (rc && storm_set_count(&failed) && sort_out(&failed, "missed a strobe") &&
 	    ++tries < 2)
 		goto again;
@@ -820,10 +816,9 @@ static void release_all(void)
 }
 
 /*
- * The strobe thread is SCHED_FIFO (MM_STROBE_PRIO, below the node
- * managers' threads) only while it drives the fabric: the confirm, the
- * strobe, the probe and the sleep to the boundary, where it waits on
- * nothing but the fabric's progress thread and the clock.  At normal
+ * The strobe thread is SCHED_FIFO (MM_STROBE_PRIO) only while it drives
+ * the fabric: the confirm, the strobe, the probe and the sleep to the
+ * boundary, where it waits on nothing but the fabric and the clock.  At normal
  * priority each of those wake-ups (three or four a quantum) queued
  * behind the job a node had just thawed: on 2 nodes at 5 ms the period
  * stretched to 5.7-8.8 ms (a strobe took 2.9-6.4 ms) once the nodes
