@@ -3,8 +3,8 @@
  *
  * When the Machine Manager's strobe reaches this node (XFER-AND-SIGNAL to
  * STORM_GANG_STROBE_OFF, signalled on arrival: STORM_XFER_ON_ARRIVAL), the
- * fabric's real-time progress thread calls on_commit(), which freezes the jobs that do not run in the new slot, then
- * thaws the ones that do, and stores the strobe's epoch in
+ * fabric's real-time progress thread calls on_commit(), which freezes the
+ * jobs that do not run in the new slot, then thaws the ones that do, and stores the strobe's epoch in
  * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  A second thread
  * only watches for the fail-safe.  See storm_gang.h for the wire format.
  *
@@ -333,9 +333,8 @@ static uint32_t apply(uint32_t slot)
  * A strobe, handled where it arrives: the library calls this on the
  * fabric's real-time progress thread when a transfer commits (the strobe:
  * when it arrives, after it went on to this node's children) with the ctx
- * locked.  Switching here
- * instead of in a thread woken by TEST-EVENT saves a real-time wake-up per
- * strobe on every node, and on a shared host those wake-ups, serialized,
+ * locked.  Switching here instead of in a thread woken by TEST-EVENT saves
+ * a real-time wake-up per strobe on every node, and on a shared host those wake-ups, serialized,
  * were most of the first-to-last switch skew.  The remote event is still
  * signalled, for anyone who waits on it.
  */

@@ -818,8 +818,8 @@ static void release_all(void)
 /*
  * The strobe thread is SCHED_FIFO (MM_STROBE_PRIO) only while it drives
  * the fabric: the confirm, the strobe, the probe and the sleep to the
- * boundary, where it waits on nothing but the fabric and the clock.  At normal
- * priority each of those wake-ups (three or four a quantum) queued
+ * boundary, where it waits on nothing but the fabric and the clock.  At
+ * normal priority each of those wake-ups (three or four a quantum) queued
  * behind the job a node had just thawed: on 2 nodes at 5 ms the period
  * stretched to 5.7-8.8 ms (a strobe took 2.9-6.4 ms) once the nodes
  * switched at COMMIT; 5.5 ms (0.2 ms) with these waits real-time.  It is
