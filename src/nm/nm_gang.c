@@ -4,9 +4,10 @@
  * When the Machine Manager's strobe reaches this node (XFER-AND-SIGNAL to
  * STORM_GANG_STROBE_OFF, signalled on arrival: STORM_XFER_ON_ARRIVAL), the
  * fabric's real-time progress thread calls on_commit(), which freezes the
- * jobs that do not run in the new slot, then thaws the ones that do, and stores the strobe's epoch in
- * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  A second thread
- * only watches for the fail-safe.  See storm_gang.h for the wire format.
+ * jobs that do not run in the new slot, then thaws the ones that do, and
+ * stores the strobe's epoch in STORM_GANG_VAR_APPLIED for the MM's
+ * COMPARE-AND-WRITE.  A second thread only watches for the fail-safe.  See
+ * storm_gang.h for the wire format.
  *
  * Why freeze first, then thaw: the two gangs must not run at once on a
  * node; a v1 freeze takes effect within ~100 us (baselines.md section 5),
