@@ -286,6 +286,10 @@ void sm_hdr_init(struct storm_ctx *ctx, struct sm_hdr *h, int type,
 int  sm_hdr_check(struct storm_ctx *ctx, const struct sm_hdr *h, size_t len);
 int  sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	     const void *payload, size_t plen, struct storm_op *op, int child);
+/* fi_inject now or not at all: 0 sent (no completion will come),
+ * -FI_EAGAIN (queue or provider busy), -E2BIG (too big), or an error */
+int  sm_send_inline(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
+		    const void *payload, size_t plen);
 bool sm_cmp_eval(int cmp, uint64_t a, uint64_t b);
 int  sm_flush_pending(struct storm_ctx *ctx);
 

@@ -203,6 +203,22 @@ static int try_inject(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 			      ctx->peer[dest]);
 }
 
+int sm_send_inline(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
+		   const void *payload, size_t plen)
+{
+	int rc;
+
+	if (dest < 0 || dest >= STORM_MAX_RANKS ||
+	    !storm_set_has(&ctx->known, dest))
+		return -EHOSTUNREACH;
+	if (dest_pending(ctx, dest))
+		return -FI_EAGAIN;	/* behind queued sends: keep the order */
+	rc = try_inject(ctx, dest, h, payload, plen);
+	if (rc == 0)
+		ctx->st.tx_msgs++;
+	return rc;
+}
+
 int sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	    const void *payload, size_t plen, struct storm_op *op, int child)
 {

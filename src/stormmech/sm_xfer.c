@@ -147,7 +147,26 @@ static void pump(struct storm_ctx *ctx, struct storm_op *op)
 		       c->inflight < ctx->cfg.window) {
 			h.chunk_idx = c->next;
 			size_t len = chunk_len(op, c->next);
-			int rc = sm_send(ctx, c->rank, &h,
+			int rc;
+
+			/* A one-chunk block that fits the inject size (a
+			 * strobe) goes inline: no send completion to wait
+			 * for, so the sender sleeps until the acks instead of
+			 * polling for completions, which on a shared host
+			 * preempted the nodes switching on the strobe. */
+			if (op->nchunks == 1) {
+				rc = sm_send_inline(ctx, c->rank, &h,
+						    len ? base : NULL, len);
+				if (rc == 0) {
+					c->next++;
+					continue;
+				}
+				if (rc != -FI_EAGAIN && rc != -E2BIG) {
+					sm_fail_child(ctx, op, i);
+					break;
+				}
+			}
+			rc = sm_send(ctx, c->rank, &h,
 					 len ? base + (uint64_t)c->next * op->chunk : NULL,
 					 len, op, i);
 			if (rc) {

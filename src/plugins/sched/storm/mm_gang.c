@@ -84,6 +84,14 @@
  */
 #define MM_STROBE_PRIO 50
 /*
+ * While it waits for a strobe's acknowledgements the thread is below the
+ * node managers: the nodes switch as the strobe reaches them, and on a
+ * shared host each acknowledgement that woke the thread at 50 preempted a
+ * node in the middle of its switch (4 nodes at 5 ms: switch skew median /
+ * p99 125-154 / 229-245 us with the wait at 50).
+ */
+#define MM_ACK_WAIT_PRIO 30
+/*
  * Slurm's job list is read (under slurmctld's read locks) every 100 ms,
  * not every quantum: at 2 ms that was 500 lock rounds a second competing
  * with slurmctld's own RPCs, for changes (job starts and ends) that take
@@ -158,6 +166,7 @@ static uint64_t stat_strobe_us, stat_caw_us, stat_period_us, stat_late;
 static uint64_t nquanta;
 static uint64_t confirm_pause_until, stat_confirm_timeouts;
 static uint64_t mm_start_ns;
+static int strobe_prio = -1;	/* the strobe thread's: 0 normal, -1 unknown */
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -182,6 +191,8 @@ static void mm_log(void *arg, storm_log_level_t lvl, const char *msg)
 	else
 		debug("%s: fabric: %s", MM_PREFIX, msg);
 }
+
+static void strobe_set_prio(int prio);
 
 static int mm_timeout_ms(void)
 {
@@ -691,6 +702,7 @@ static int send_strobe(uint32_t slot)
 {
 	storm_gang_strobe_t s;
 	storm_set_t live, failed;
+	storm_op_t *op;
 	int rc, tries = 0;
 
 again:
@@ -709,9 +721,18 @@ again:
 	storm_set_clear(&failed);
 	/* each node switches when the strobe reaches it, not after a commit
 	 * round: one message per node per quantum fewer (storm_xfer_flags) */
-	rc = storm_xfer_sync_flags(ctx, &live, &s, sizeof(s),
-				   STORM_GANG_STROBE_OFF, STORM_GANG_EV_STROBE,
-				   STORM_XFER_ON_ARRIVAL, &failed);
+	rc = storm_xfer_flags(ctx, &live, &s, sizeof(s), STORM_GANG_STROBE_OFF,
+			      STORM_NO_EVENT, STORM_GANG_EV_STROBE,
+			      STORM_XFER_ON_ARRIVAL, &op);
+	if (!rc) {
+		int prio = strobe_prio;
+
+		if (prio == MM_STROBE_PRIO)
+			strobe_set_prio(MM_ACK_WAIT_PRIO);
+		rc = storm_op_wait(op, -1, &failed);
+		storm_op_free(op);
+		strobe_set_prio(prio);
+	}
 	if (rc && storm_set_count(&failed) && sort_out(&failed, "missed a strobe") &&
 	    ++tries < 2)
 		goto again;
@@ -834,23 +855,27 @@ static void release_all(void)
  * the thread: at 2 ms quanta on 2 nodes slurmctld took 0.22-0.25 CPU-s/s
  * in 6300-6400 slices a second.
  */
-static void strobe_rt(bool on)
+static void strobe_set_prio(int prio)
 {
 	static bool warned;
-	static int cur = -1;	/* what was last asked for */
-	struct sched_param sp = { .sched_priority = on ? MM_STROBE_PRIO : 0 };
+	struct sched_param sp = { .sched_priority = prio };
 	int rc;
 
-	if (cur == on)
+	if (strobe_prio == prio)
 		return;
-	cur = on;
+	strobe_prio = prio;
 	rc = pthread_setschedparam(pthread_self(),
-				   on ? SCHED_FIFO : SCHED_OTHER, &sp);
-	if (rc && on && !warned) {
+				   prio ? SCHED_FIFO : SCHED_OTHER, &sp);
+	if (rc && prio && !warned) {
 		warned = true;
 		verbose("%s: no SCHED_FIFO for the strobe thread (%s); quanta will be late on a busy host",
 			MM_PREFIX, strerror(rc));
 	}
+}
+
+static void strobe_rt(bool on)
+{
+	strobe_set_prio(on ? MM_STROBE_PRIO : 0);
 }
 
 /* The file `stormctl show` reads, at most once a second. */
