@@ -88,7 +88,7 @@
  * node managers: the nodes switch as the strobe reaches them, and on a
  * shared host each acknowledgement that woke the thread at 50 preempted a
  * node in the middle of its switch (4 nodes at 5 ms: switch skew median /
- * p99 125-154 / 229-245 us with the wait at 50).
+ * p99 125-154 / 229-245 us with the wait at 50, 58-72 / 135-164 at 30).
  */
 #define MM_ACK_WAIT_PRIO 30
 /*
@@ -725,13 +725,14 @@ again:
 			      STORM_NO_EVENT, STORM_GANG_EV_STROBE,
 			      STORM_XFER_ON_ARRIVAL, &op);
 	if (!rc) {
-		int prio = strobe_prio;
+		bool lowered = strobe_prio == MM_STROBE_PRIO;
 
-		if (prio == MM_STROBE_PRIO)
+		if (lowered)
 			strobe_set_prio(MM_ACK_WAIT_PRIO);
 		rc = storm_op_wait(op, -1, &failed);
 		storm_op_free(op);
-		strobe_set_prio(prio);
+		if (lowered)
+			strobe_set_prio(MM_STROBE_PRIO);
 	}
 	if (rc && storm_set_count(&failed) && sort_out(&failed, "missed a strobe") &&
 	    ++tries < 2)
