@@ -187,6 +187,18 @@ static int sm_quiet_us(const struct storm_ctx *ctx)
 	return SM_QUIET_SLEEP_US;
 }
 
+/* How long a side that drives progress may now sleep on the CQ fd: 0
+ * while it must keep polling (no CQ fd, within busy_poll_us of its last
+ * activity, or sends in flight).  Called with the lock held. */
+static int sm_deep_sleep_us(const struct storm_ctx *ctx, uint64_t idle,
+			    uint64_t now)
+{
+	if (ctx->cq_fd < 0 ||
+	    now - idle < (uint64_t)ctx->cfg.busy_poll_us * 1000)
+		return 0;
+	return sm_quiet_us(ctx);
+}
+
 /* Sleep on the CQ fd and kick_fd until either fires or us pass; with the
  * lock held on entry (fi_trywait needs it), released on return. */
 static void deep_sleep(struct storm_ctx *ctx, int us)
@@ -272,10 +284,8 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 		 * CQ fd until a message, a timer or the deadline.  One wake-up
 		 * per answer, where the backoff's growing sleeps took several
 		 * (and a handoff to a progress thread two more). */
-		if (!d && n == 0 && now < dl && ctx->cq_fd >= 0 &&
-		    !atomic_load(&ctx->pthr_run) &&
-		    now - idle >= (uint64_t)ctx->cfg.busy_poll_us * 1000 &&
-		    (quiet_us = sm_quiet_us(ctx)) > 0) {
+		if (!d && n == 0 && now < dl && !atomic_load(&ctx->pthr_run) &&
+		    (quiet_us = sm_deep_sleep_us(ctx, idle, now)) > 0) {
 			uint64_t left_us = (dl - now) / 1000 + 1;
 
 			deep_sleep(ctx, left_us < (uint64_t)quiet_us ?
@@ -340,9 +350,9 @@ static void *progress_main(void *arg)
 				pthread_cond_broadcast(&ctx->progressed);
 			idle = sm_now_ns();
 			spins = 0;
-		} else if (ctx->kick_fd >= 0 && ctx->cq_fd >= 0 &&
-			   (quiet_us = sm_quiet_us(ctx)) > 0 &&
-			   sm_now_ns() - idle >= (uint64_t)ctx->cfg.busy_poll_us * 1000) {
+		} else if (ctx->kick_fd >= 0 &&
+			   (quiet_us = sm_deep_sleep_us(ctx, idle,
+							sm_now_ns())) > 0) {
 			if (tell)	/* a timer finished an operation */
 				pthread_cond_broadcast(&ctx->progressed);
 			deep_sleep(ctx, quiet_us);

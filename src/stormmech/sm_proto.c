@@ -203,13 +203,18 @@ static int try_inject(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 			      ctx->peer[dest]);
 }
 
+static bool dest_known(const struct storm_ctx *ctx, int dest)
+{
+	return dest >= 0 && dest < STORM_MAX_RANKS &&
+	       storm_set_has(&ctx->known, dest);
+}
+
 int sm_send_inline(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 		   const void *payload, size_t plen)
 {
 	int rc;
 
-	if (dest < 0 || dest >= STORM_MAX_RANKS ||
-	    !storm_set_has(&ctx->known, dest))
+	if (!dest_known(ctx, dest))
 		return -EHOSTUNREACH;
 	if (dest_pending(ctx, dest))
 		return -FI_EAGAIN;	/* behind queued sends: keep the order */
@@ -223,25 +228,23 @@ int sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	    const void *payload, size_t plen, struct storm_op *op, int child)
 {
 	struct sm_tx *tx;
+	bool pending;
 	int rc;
 
-	if (dest < 0 || dest >= STORM_MAX_RANKS ||
-	    !storm_set_has(&ctx->known, dest))
-		return -EHOSTUNREACH;
-	bool pending = dest_pending(ctx, dest);
-
-	if (child < 0 && !pending) {
-		rc = try_inject(ctx, dest, h, payload, plen);
-		if (rc == 0) {
-			ctx->st.tx_msgs++;
-			return 0;
-		}
+	if (child < 0) {
+		/* nobody waits on its completion: inline when it fits */
+		rc = sm_send_inline(ctx, dest, h, payload, plen);
+		if (rc == 0 || rc == -EHOSTUNREACH)
+			return rc;
 		if (rc != -FI_EAGAIN && rc != -E2BIG) {
 			ctx->st.tx_errors++;
 			return rc;
 		}
-		if (rc == -FI_EAGAIN)
-			pending = true;	/* queue it, in order */
+		pending = rc == -FI_EAGAIN;	/* queue it, in order */
+	} else {
+		if (!dest_known(ctx, dest))
+			return -EHOSTUNREACH;
+		pending = dest_pending(ctx, dest);
 	}
 	tx = calloc(1, sizeof(*tx));
 	if (!tx)
