@@ -4,6 +4,28 @@
 
 #define CHUNK STORM_DEF_CHUNK
 
+/*
+ * Members signal as the transfer reaches them (or its COMMIT does), after
+ * the root's op may have completed: wait until every live member of set
+ * has event ev >= want[r] (gives up after ~10 s; the caller's checks then
+ * fail with the figures).
+ */
+static void wait_members_ev(struct harness *h, const storm_set_t *set,
+			    int ev, const uint64_t *want)
+{
+	for (int tries = 0; tries < 200; tries++) {
+		int behind = 0;
+
+		h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+		for (int r = 0; r < h->n; r++)
+			behind += h->pid[r] > 0 && storm_set_has(set, r) &&
+				  h->sh->res[r].ev[ev] < want[r];
+		if (!behind)
+			return;
+		storm_progress(h->ctx, 50000);
+	}
+}
+
 /* one transfer of len bytes to `set`, checked on every member */
 static void xfer_and_check(struct harness *h, const storm_set_t *set,
 			   size_t len, uint64_t off, unsigned seed,
@@ -25,17 +47,8 @@ static void xfer_and_check(struct harness *h, const storm_set_t *set,
 	for (int r = 0; r < h->n; r++)
 		if (storm_set_has(set, r))
 			expect_ev[r]++;
-	/* the root completes when it sends COMMIT; members signal as the
-	 * COMMIT reaches them, so give them time to catch up */
-	for (int tries = 0; tries < 200; tries++) {
-		ck_assert_int_eq(h_cmd(h, -1, H_SUM, off, len, 0, 0, 0, 0), 0);
-		int behind = 0;
-		for (int r = 0; r < h->n; r++)
-			behind += h->sh->res[r].ev[1] < expect_ev[r];
-		if (!behind)
-			break;
-		storm_progress(h->ctx, 50000);
-	}
+	wait_members_ev(h, set, 1, expect_ev);
+	ck_assert_int_eq(h_cmd(h, -1, H_SUM, off, len, 0, 0, 0, 0), 0);
 	uint64_t want = h_sum(buf, len);
 	for (int r = 0; r < h->n; r++) {
 		if (storm_set_has(set, r)) {
@@ -155,18 +168,11 @@ START_TEST(concurrent_ops)
 		ck_assert_int_eq(storm_op_wait(op[i], -1, NULL), 0);
 		storm_op_free(op[i]);
 	}
-	/* members signal as each COMMIT reaches them, after the root's ops
-	 * completed: wait for them as xfer_and_check() does */
-	for (int tries = 0; tries < 200; tries++) {
-		int behind = 0;
-
-		h_cmd(&h, -1, H_SUM, 0, (size_t)NOPS * LEN, 0, 0, 0, 0);
-		for (int r = 0; r < 5; r++)
-			behind += h.sh->res[r].ev[3] < NOPS;
-		if (!behind)
-			break;
-		storm_progress(h.ctx, 50000);
-	}
+	uint64_t want[H_MAX];
+	for (int r = 0; r < 5; r++)
+		want[r] = NOPS;
+	wait_members_ev(&h, &set, 3, want);
+	h_cmd(&h, -1, H_SUM, 0, (size_t)NOPS * LEN, 0, 0, 0, 0);
 	for (int r = 0; r < 5; r++) {
 		ck_assert(h.sh->res[r].sum == h_sum(buf, (size_t)NOPS * LEN));
 		ck_assert_int_eq(h.sh->res[r].ev[3], NOPS);
@@ -222,23 +228,6 @@ static void rx_counts(struct harness *h, uint64_t *rx)
 		rx[r] = h->pid[r] > 0 ? h->sh->res[r].st.rx_msgs : 0;
 }
 
-/* wait until every live member of set has remote event 1 >= want[r] */
-static void wait_members_ev(struct harness *h, const storm_set_t *set,
-			    const uint64_t *want)
-{
-	for (int tries = 0; tries < 200; tries++) {
-		int behind = 0;
-
-		h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
-		for (int r = 0; r < h->n; r++)
-			behind += h->pid[r] > 0 && storm_set_has(set, r) &&
-				  h->sh->res[r].ev[1] < want[r];
-		if (!behind)
-			return;
-		storm_progress(h->ctx, 50000);
-	}
-}
-
 /*
  * STORM_XFER_ON_ARRIVAL: same data and one remote event per member as the
  * committed transfer, one message fewer per member (no COMMIT: a leaf
@@ -275,7 +264,7 @@ START_TEST(on_arrival)
 	ck_assert_int_eq(storm_set_count(&failed), 0);
 	for (int r = 0; r < N; r++)
 		ev[r]++;
-	wait_members_ev(&h, &set, ev);
+	wait_members_ev(&h, &set, 1, ev);
 	rx_counts(&h, rx0);
 	ck_assert_int_eq(rx0[LEAF] - rx1[LEAF], 1);	/* DATA only */
 	h_cmd(&h, -1, H_SUM, 0, sizeof(small), 0, 0, 0, 0);
@@ -292,7 +281,7 @@ START_TEST(on_arrival)
 					       STORM_XFER_ON_ARRIVAL, NULL), 0);
 	for (int r = 0; r < N; r++)
 		ev[r]++;
-	wait_members_ev(&h, &set, ev);
+	wait_members_ev(&h, &set, 1, ev);
 	h_cmd(&h, -1, H_SUM, 4096, blen, 0, 0, 0, 0);
 	for (int r = 0; r < N; r++) {
 		ck_assert(h.sh->res[r].sum == h_sum(big, blen));
@@ -312,7 +301,7 @@ START_TEST(on_arrival)
 	h_kill(&h, STOPPED);
 	for (int r = 0; r < N; r++)
 		ev[r]++;
-	wait_members_ev(&h, &set, ev);
+	wait_members_ev(&h, &set, 1, ev);
 	h_cmd(&h, -1, H_SUM, 0, sizeof(small), 0, 0, 0, 0);
 	for (int r = 0; r < N; r++) {
 		if (r == STOPPED)
