@@ -45,6 +45,9 @@ def test_slowdown_driver_runs_jobs_through_sbatch(cluster, tmp_path):
     assert res["slowdown"]["1"] == pytest.approx(1.0)
     # --repeats: two rounds per j, the median makespan counts
     assert [len(res["samples"][j]) for j in ("1", "2")] == [2, 2]
+    # run in sweeps (1, 2, 1, 2), not j after j (1, 1, 2, 2)
+    order = sorted((min(x["jobids"]), j) for j in ("1", "2") for x in res["samples"][j])
+    assert [j for _, j in order] == ["1", "2", "1", "2"], order
     spans = sorted(x["makespan"] for x in res["samples"]["2"])
     assert res["makespan"]["2"] == pytest.approx(sum(spans) / 2)
     cluster.wait_idle()
