@@ -19,12 +19,18 @@
  *  - the Slurm way: TCP socket tree, fanout 8, stop-and-wait per 8 MiB
  *    block (each block is received whole, forwarded, acked up the tree
  *    before the next one starts), same processes count;
- *  - the memcpy ceiling: k private copies of 12 MiB in one process.
+ *  - the memcpy ceiling: k private copies of 12 MiB in one process;
+ *  - the floors of this host, without the library: a loopback-TCP gather
+ *    of 1, 3, 7 and 15 sleeping processes (the least a COMPARE-AND-WRITE's
+ *    serializer does), and 16 copies of 12 MiB with one thread per CPU
+ *    (run-mech-bench turns them into bounds on the goals' ratios).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,9 +284,33 @@ static double bench_tcp_tree(int n, int reps)
 }
 
 /* ----------------------------------------------------------- memcpy */
-static double bench_memcpy(int k, int reps)
+struct mc_job {
+	const uint8_t *src;
+	uint8_t **dst;
+	int first, k, step;
+};
+
+static void *mc_worker(void *arg)
+{
+	struct mc_job *j = arg;
+	for (int i = j->first; i < j->k; i += j->step)
+		memcpy(j->dst[i], j->src, XLEN);
+	return NULL;
+}
+
+/* k private copies of 12 MiB, by `threads` threads (1: the single-process
+ * ceiling; every CPU: what any transport, which must write each
+ * destination's bytes at least once, cannot beat on this host). */
+static double bench_memcpy(int k, int reps, int threads)
 {
 	uint8_t *src = malloc(XLEN), *dst[H_MAX];
+	pthread_t th[H_MAX];
+	struct mc_job jobs[H_MAX];
+
+	if (threads < 1)
+		threads = 1;
+	if (threads > k)
+		threads = k;
 	memset(src, 5, XLEN);
 	for (int i = 0; i < k; i++) {
 		dst[i] = malloc(XLEN);
@@ -289,14 +319,102 @@ static double bench_memcpy(int k, int reps)
 	double *v = calloc(reps, sizeof(double));
 	for (int r = 0; r < reps; r++) {
 		double t0 = now_us();
-		for (int i = 0; i < k; i++)
-			memcpy(dst[i], src, XLEN);
+		int started = 0;
+		for (int t = 0; t < threads; t++) {
+			jobs[t] = (struct mc_job){ src, dst, t, k, threads };
+			if (t == 0 || pthread_create(&th[t], NULL, mc_worker, &jobs[t]))
+				mc_worker(&jobs[t]);	/* inline: thread 0, or no thread */
+			else
+				started |= 1 << t;
+		}
+		for (int t = 1; t < threads; t++)
+			if (started & (1 << t))
+				pthread_join(th[t], NULL);
 		v[r] = now_us() - t0;
 	}
 	double med = pct(v, reps, 0.5);
 	for (int i = 0; i < k; i++)
 		free(dst[i]);
 	free(src);
+	free(v);
+	return med;
+}
+
+/* ------------------------------------------------------------ floors */
+/*
+ * The cheapest "every member wakes, runs and answers" on this host: a root
+ * writes one byte to each of m sleeping processes over loopback TCP (the
+ * transport under tcp;ofi_rxm) and waits for their m answers, with a pause
+ * between rounds so that the members are asleep again, as between two
+ * COMPARE-AND-WRITEs.  No library, no tree, no header: a lower bound for
+ * the gather any COMPARE-AND-WRITE over m+1 endpoints does at its
+ * serializer.
+ */
+static double bench_gather_floor(int m, int reps)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int cfd[H_MAX];
+	pid_t pid[H_MAX];
+	struct pollfd pf[H_MAX];
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(a);
+	double *v = calloc(reps, sizeof(double)), med = -1;
+	int ok = 0, made = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || !v || bind(l, (void *)&a, sizeof(a)) || listen(l, H_MAX) ||
+	    getsockname(l, (void *)&a, &sl))
+		goto out;
+	for (; made < m; made++) {
+		pid[made] = fork();
+		if (pid[made] < 0)
+			goto out;
+		if (pid[made] == 0) {
+			int fd = socket(AF_INET, SOCK_STREAM, 0);
+			char c;
+			if (fd < 0 || connect(fd, (void *)&a, sizeof(a)))
+				_exit(1);
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			while (read(fd, &c, 1) == 1 && write(fd, &c, 1) == 1)
+				;
+			_exit(0);
+		}
+		cfd[made] = accept(l, NULL, NULL);
+		if (cfd[made] < 0) {
+			kill(pid[made], SIGKILL);
+			waitpid(pid[made], NULL, 0);
+			goto out;
+		}
+		setsockopt(cfd[made], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		pf[made] = (struct pollfd){ .fd = cfd[made], .events = POLLIN };
+	}
+	for (int r = 0; r <= reps; r++) {
+		char c = 1;
+		int got = 0;
+		double t0 = now_us();
+		for (int i = 0; i < m; i++)
+			if (write(cfd[i], &c, 1) != 1)
+				goto out;
+		while (got < m) {
+			if (poll(pf, (nfds_t)m, 5000) <= 0)
+				goto out;
+			for (int i = 0; i < m; i++)
+				if ((pf[i].revents & POLLIN) && read(cfd[i], &c, 1) == 1)
+					got++;
+		}
+		if (r)			/* round 0 warms up */
+			v[ok++] = now_us() - t0;
+		usleep(200);
+	}
+	med = pct(v, ok, 0.5);
+out:
+	for (int i = 0; i < made; i++) {
+		close(cfd[i]);
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
+	if (l >= 0)
+		close(l);
 	free(v);
 	return med;
 }
@@ -349,7 +467,7 @@ int main(int argc, char **argv)
 		int n = xs[i];
 		double xas = bench_xas_one(prov, n, reps, 0, 0, 0);
 		double tcp = bench_tcp_tree(n, reps);
-		double mc = bench_memcpy(n, reps);
+		double mc = bench_memcpy(n, reps, 1);
 		fprintf(stderr, "xfer n=%d storm %.1f ms tcp-tree %.1f ms "
 			"memcpy %.1f ms\n", n, xas / 1e3, tcp / 1e3, mc / 1e3);
 		printf("%s{\"n\": %d, \"storm_ms\": %.2f, \"tcp_tree_ms\": %.2f, "
@@ -360,6 +478,24 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	printf("]");
+	/* What this host allows any implementation: the gather a
+	 * COMPARE-AND-WRITE's serializer does (1 member for 2 endpoints, 15
+	 * for 16) and the copy work of a 16-endpoint XFER with every CPU. */
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int gm[] = { 1, 3, 7, 15 };
+	printf(",\n  \"floor\": {\"ncpu\": %d, \"gather_tcp\": [", ncpu);
+	for (unsigned i = 0; i < sizeof(gm) / sizeof(gm[0]); i++) {
+		double g = bench_gather_floor(gm[i], careps * 5);
+		fprintf(stderr, "floor: TCP gather of %d sleeping members %.1f us\n",
+			gm[i], g);
+		printf("%s{\"members\": %d, \"median_us\": %.1f}", i ? ", " : "",
+		       gm[i], g);
+	}
+	double mc16 = bench_memcpy(16, reps, ncpu);
+	fprintf(stderr, "floor: memcpy 16 x 12 MiB with %d threads %.1f ms\n",
+		ncpu, mc16 / 1e3);
+	printf("], \"memcpy16_all_cpus_ms\": %.2f}", mc16 / 1e3);
+	fflush(stdout);
 	if (sweep) {
 		struct { size_t chunk; int w, k; } sw[] = {
 			{ 128 << 10, 4, 4 }, { 256 << 10, 4, 4 },
