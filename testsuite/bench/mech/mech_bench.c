@@ -319,17 +319,21 @@ static double bench_memcpy(int k, int reps, int threads)
 	double *v = calloc(reps, sizeof(double));
 	for (int r = 0; r < reps; r++) {
 		double t0 = now_us();
-		int started = 0;
-		for (int t = 0; t < threads; t++) {
+		bool started[H_MAX] = { false };
+		for (int t = 1; t < threads; t++) {
 			jobs[t] = (struct mc_job){ src, dst, t, k, threads };
-			if (t == 0 || pthread_create(&th[t], NULL, mc_worker, &jobs[t]))
-				mc_worker(&jobs[t]);	/* inline: thread 0, or no thread */
-			else
-				started |= 1 << t;
+			started[t] = !pthread_create(&th[t], NULL, mc_worker,
+						     &jobs[t]);
 		}
-		for (int t = 1; t < threads; t++)
-			if (started & (1 << t))
+		/* share 0 here, and any share whose thread did not start */
+		jobs[0] = (struct mc_job){ src, dst, 0, k, threads };
+		mc_worker(&jobs[0]);
+		for (int t = 1; t < threads; t++) {
+			if (started[t])
 				pthread_join(th[t], NULL);
+			else
+				mc_worker(&jobs[t]);
+		}
 		v[r] = now_us() - t0;
 	}
 	double med = pct(v, reps, 0.5);
