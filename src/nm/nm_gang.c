@@ -335,9 +335,9 @@ static uint32_t apply(uint32_t slot)
  * fabric's real-time progress thread when a transfer commits (the strobe:
  * when it arrives, after it went on to this node's children) with the ctx
  * locked.  Switching here instead of in a thread woken by TEST-EVENT saves
- * a real-time wake-up per strobe on every node, and on a shared host those wake-ups, serialized,
- * were most of the first-to-last switch skew.  The remote event is still
- * signalled, for anyone who waits on it.
+ * a real-time wake-up per strobe on every node, and on a shared host those
+ * wake-ups, serialized, were most of the first-to-last switch skew.  The
+ * remote event is still signalled, for anyone who waits on it.
  */
 static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 		      void *dst)

@@ -181,9 +181,10 @@ typedef void (*storm_log_f)(void *arg, storm_log_level_t lvl, const char *msg);
  * Called on a member when a transfer is committed (after the data is in
  * place and COMMIT has been forwarded to its children, before the remote
  * event is signalled), or with STORM_XFER_ON_ARRIVAL as soon as the member
- * holds the block and has passed it on.  dst is where the data is.  It runs on the thread
- * that drives progress (the progress thread when one runs) with the ctx
- * locked, so it sees the data without a thread wake-up; keep it short.
+ * holds the block and has passed it on.  dst is where the data is.  It runs
+ * on the thread that drives progress (the progress thread when one runs)
+ * with the ctx locked, so it sees the data without a thread wake-up; keep
+ * it short.
  * It may call storm_var_get/set, storm_region_ptr and storm_event_test on
  * this ctx and no other storm_* function on it.
  */
