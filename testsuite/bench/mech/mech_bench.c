@@ -180,6 +180,23 @@ static int wr_full(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* A listening socket on an ephemeral loopback port (filled into *a);
+ * -1 on error. */
+static int listen_loopback(int backlog, struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	socklen_t sl = sizeof(*a);
+
+	*a = (struct sockaddr_in){ .sin_family = AF_INET };
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && (bind(fd, (void *)a, sizeof(*a)) || listen(fd, backlog) ||
+			getsockname(fd, (void *)a, &sl))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* position p (0 = root) has children p*F+1 .. p*F+F */
 static void tcp_node(int pos, int nodes, int *lfd, int *ports, int reps)
 {
@@ -227,13 +244,8 @@ static double bench_tcp_tree(int n, int reps)
 	pid_t pid[H_MAX + 1];
 
 	for (int i = 1; i < nodes; i++) {
-		lfd[i] = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = { .sin_family = AF_INET };
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		bind(lfd[i], (void *)&a, sizeof(a));
-		listen(lfd[i], 16);
-		socklen_t sl = sizeof(a);
-		getsockname(lfd[i], (void *)&a, &sl);
+		struct sockaddr_in a;
+		lfd[i] = listen_loopback(16, &a);
 		ports[i] = ntohs(a.sin_port);
 	}
 	for (int i = 1; i < nodes; i++) {
@@ -356,18 +368,15 @@ static double bench_memcpy(int k, int reps, int threads)
  */
 static double bench_gather_floor(int m, int reps)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a;
+	int l = listen_loopback(H_MAX, &a), one = 1;
 	int cfd[H_MAX];
 	pid_t pid[H_MAX];
 	struct pollfd pf[H_MAX];
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(a);
 	double *v = calloc(reps, sizeof(double)), med = -1;
 	int ok = 0, made = 0;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (l < 0 || !v || bind(l, (void *)&a, sizeof(a)) || listen(l, H_MAX) ||
-	    getsockname(l, (void *)&a, &sl))
+	if (l < 0 || !v)
 		goto out;
 	for (; made < m; made++) {
 		pid[made] = fork();
