@@ -54,8 +54,13 @@
  * strobes, which at 120 s quanta meant 16 minutes. */
 #define NM_GANG_RETRY_NS 50000000ULL
 /* While a job is frozen, a step it starts brings a new slurmstepd into the
- * frozen cgroup: the watcher moves it out within this (nm_cgroup.c). */
+ * frozen cgroup: the watcher moves it out within this (nm_cgroup.c).  A
+ * freeze looks too, but at most this often per job: reading cgroup.procs
+ * was an open, a read and a close on every freeze, about a tenth of a
+ * node manager's CPU at 10-20 ms quanta, for a stepd that a step start
+ * brings a few times per job. */
 #define NM_GANG_STEPD_POLL_MS 100
+#define NM_GANG_STEPD_POLL_NS (NM_GANG_STEPD_POLL_MS * 1000000ULL)
 #define NM_GANG_TRACE 512
 
 typedef struct gjob {
@@ -68,6 +73,7 @@ typedef struct gjob {
 	bool idle;		/* made idle-class by us */
 	bool no_idle;		/* cpu.idle unavailable: freeze instead */
 	uint64_t synced_ns;	/* last move of its processes (v1) */
+	uint64_t stepd_ns;	/* last look for new slurmstepds (v1) */
 	bool listed;		/* in the current table */
 	uint64_t retry_ns;	/* look for its cgroup again after this */
 } gjob_t;
@@ -153,6 +159,21 @@ static void drop_job(gjob_t *j)
 	*j = jobs[--njobs];
 }
 
+/* Move a job's new slurmstepds out of its freezer cgroup (v1), if the
+ * last look is older than `every` ns. */
+static void release_stepds(gjob_t *j, uint64_t every)
+{
+	uint64_t now;
+
+	if (j->dir_fd < 0)
+		return;
+	now = now_ns(CLOCK_MONOTONIC);
+	if (now - j->stepd_ns < every)
+		return;
+	(void) nm_cg_release_stepds(j->dir_fd, j->job_id);
+	j->stepd_ns = now;
+}
+
 /* Freeze or thaw one job; a vanished cgroup means the job ended here. */
 static void set_frozen(gjob_t *j, bool frozen)
 {
@@ -160,8 +181,8 @@ static void set_frozen(gjob_t *j, bool frozen)
 
 	if (j->fd < 0 || j->frozen == frozen)
 		return;
-	if (frozen && j->dir_fd >= 0)
-		(void) nm_cg_release_stepds(j->dir_fd, j->job_id);
+	if (frozen)
+		release_stepds(j, NM_GANG_STEPD_POLL_NS);
 	rc = nm_cg_write(j->fd, frozen);
 	if (rc) {
 		nm_verbose("gang: job %u: %s failed (%s); the job left this node",
@@ -407,9 +428,7 @@ static bool release_new_stepds(void)
 		if (!jobs[i].frozen)
 			continue;
 		any = true;
-		if (jobs[i].dir_fd >= 0)
-			(void) nm_cg_release_stepds(jobs[i].dir_fd,
-						    jobs[i].job_id);
+		release_stepds(&jobs[i], 0);
 	}
 	return any;
 }
