@@ -91,13 +91,17 @@ class Cluster:
     admission, as many gang-scheduled sites do).  storm_conf: lines added to the cluster's base storm.conf.  extra_conf: lines appended
     to slurm.conf.  partition_opts: extra words on the PartitionName line.
     local_mb: size of each node's RAM disk (its `<dir>/local`).
+    local_huge: mount that RAM disk with huge=within_size (transparent huge
+    pages for files as large as a huge page), as README's admin section
+    recommends for BcastDir; falls back to small pages where the kernel
+    refuses the option.  Stock srun --bcast and sbcast write there too.
     """
 
     def __init__(self, workdir, nodes=8, storm=True, builddir=None,
                  storm_conf="", extra_conf="", partition_opts="",
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
                  expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory",
-                 local_mb=1024):
+                 local_mb=1024, local_huge=True):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         self.dir = os.path.abspath(workdir)
@@ -113,6 +117,8 @@ class Cluster:
         self.proctrack = proctrack
         self.node_mem_mb = node_mem_mb
         self.local_mb = local_mb
+        self.local_huge = local_huge
+        self.local_opts = {}     # node -> the RAM disk's mount options
         self.select_params = select_params
         # start() waits for the node managers unless told none will run
         # (a deliberately broken storm.conf keeps them from starting).
@@ -148,8 +154,17 @@ class Cluster:
         compute node: BcastDir, sbcast's destination and TmpFS live there
         (on the host's disk, writes would cost the file system's block
         allocation, not a node's)."""
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0755" % self.local_mb,
+        opts = "size=%dm,mode=0755" % self.local_mb
+        if self.local_huge:
+            r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts + ",huge=within_size",
+                                "storm-" + node, self.node_local(node)],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                self.local_opts[node] = opts + ",huge=within_size"
+                return
+        subprocess.run(["mount", "-t", "tmpfs", "-o", opts,
                         "storm-" + node, self.node_local(node)], check=True)
+        self.local_opts[node] = opts
 
     def resize_local(self, node, mb):
         """Change a node's RAM disk size (what the node managers see too:
