@@ -1116,6 +1116,7 @@ static int bcast_init(nm_t *nm)
 	nm_bcast_wait_init();
 	nm_info("bcast: receiving broadcasts into %s (BcastMaxSize=%" PRIu64 ")",
 		nm->conf.bcast_dir, nm->conf.bcast_max_bytes);
+	nm_bcast_dir_report(nm->conf.bcast_dir);
 	return 0;
 }
 

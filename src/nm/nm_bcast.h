@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct xfer nm_bcast_file_t;
 
@@ -45,5 +46,17 @@ extern void nm_bcast_wake(int root, uint64_t key, int st);
 extern void nm_bcast_go(int root, uint64_t key);
 extern void nm_bcast_wait_expire(void);
 extern void nm_bcast_wait_fini(void);
+
+/*
+ * What backs BcastDir (nm_bcast_dir.c): nm_bcast_dir_report() logs it once.
+ * nm_mount_of() finds the mount holding an absolute, resolved path in a
+ * mountinfo table (fstype and super-options; -ENOENT if none);
+ * nm_tmpfs_huge() says whether a tmpfs with those options gets huge pages
+ * for its files, given the sysfs shmem_enabled line (or NULL).
+ */
+extern void nm_bcast_dir_report(const char *dir);
+extern int nm_mount_of(FILE *mountinfo, const char *path, char *fstype,
+		       size_t fslen, char *opts, size_t optlen);
+extern bool nm_tmpfs_huge(const char *opts, const char *shmem_enabled);
 
 #endif /* STORM_NM_BCAST_H */
