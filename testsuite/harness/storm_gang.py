@@ -214,11 +214,10 @@ def daemon_cpu_ns(cluster):
     return out
 
 
-def cpu_rate(pids, window):
-    """CPU seconds per wall second of pids ({key: pid}) summed, over window.
-
-    The gang benchmark's and the demo's measure of a CPU-bound job's
-    progress; returns (rate, wall seconds)."""
+def cpu_deltas(pids, window):
+    """CPU seconds each of pids ({key: pid}) got over window: ({key: s},
+    wall seconds).  Only two reads of /proc, at the ends: a sampler
+    running in between would take CPU from the jobs it measures."""
     restore = realtime()
     try:
         t0 = time.monotonic()
@@ -228,7 +227,16 @@ def cpu_rate(pids, window):
         wall = time.monotonic() - t0
     finally:
         restore()
-    return sum(v1[k] - v0[k] for k in pids) / 1e9 / wall, wall
+    return {k: (v1[k] - v0[k]) / 1e9 for k in pids}, wall
+
+
+def cpu_rate(pids, window):
+    """CPU seconds per wall second of pids ({key: pid}) summed, over window.
+
+    The gang benchmark's and the demo's measure of a CPU-bound job's
+    progress; returns (rate, wall seconds)."""
+    got, wall = cpu_deltas(pids, window)
+    return sum(got.values()) / wall, wall
 
 
 def sample(pids, duration, period=0.002):
