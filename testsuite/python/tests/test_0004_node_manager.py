@@ -52,6 +52,19 @@ def test_every_node_has_its_manager(cluster):
     assert len(ranks) == cluster.nodes
 
 
+def test_manager_says_what_backs_bcastdir(cluster):
+    """Each NM logs, at start-up, whether its BcastDir (the node's RAM disk
+    here) has huge pages: what the harness mounted, as the NM sees it
+    through the node's own mount namespace."""
+    for node in cluster.node_names():
+        nm_ping(cluster, node)
+        log = open(cluster.path("log", "storm-nm-%s.log" % node)).read()
+        m = re.search(r"bcast: BcastDir \S+ is a tmpfs with (huge|small) pages", log)
+        assert m, "no BcastDir line in %s's log" % node
+        huge = "huge=within_size" in cluster.local_opts[node]
+        assert m.group(1) == ("huge" if huge else "small"), (node, cluster.local_opts[node])
+
+
 def test_unknown_control_command(cluster):
     nm_ping(cluster, "node1")
     assert nm_request(cluster, "node1", "frobnicate now").startswith(
