@@ -297,6 +297,7 @@ class Cluster:
                 os.path.join(self.plugindir, "spank_storm.so")):
             raise ClusterError("no STORM plugins in %s: run make first" % self.plugindir)
         ensure_munge()
+        self._require_clean_cgroups()
         self.write_config()
         self.start_ctld()
         for node in self.node_names():
@@ -633,6 +634,34 @@ class Cluster:
                 with contextlib.suppress(OSError):
                     with open(os.path.join(d, "freezer.state"), "w") as f:
                         f.write("THAWED")
+
+    def _require_clean_cgroups(self, timeout=15):
+        """A cluster's cgroup subtrees are named after its directory, so a
+        cluster started again in the same directory meets whatever the last
+        one left there.  Seen once, seconds after a stop: a new job's step
+        cgroup vanished as its slurmstepd filled it ("_cgroup_procs_check:
+        failed" in slurmd's log) and the step never ran; the likely cause,
+        not proven, is the old cluster's step cgroups of the same job id
+        being cleaned up under the new one.  Wait for the old subtrees to
+        empty and remove them; refuse, naming the tasks, if they do not."""
+        roots = [self.cgroup_root(c) for c in ("freezer", "cpu", "memory")]
+        deadline = time.time() + timeout
+        while True:
+            left = []
+            for root in roots:
+                for d, _, files in os.walk(root):
+                    if "tasks" in files:
+                        with contextlib.suppress(OSError):
+                            left += [(d, t) for t in open(os.path.join(d, "tasks")).read().split()]
+            if not left:
+                break
+            if time.time() > deadline:
+                raise ClusterError("tasks of an earlier cluster in %s are still in its cgroups: %s"
+                                   % (self.dir, left[:8]))
+            self.thaw_all()
+            time.sleep(0.2)
+        for root in roots:
+            self._remove_cgroups(root)
 
     @staticmethod
     def _remove_cgroups(root, timeout=10):
