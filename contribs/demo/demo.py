@@ -117,7 +117,7 @@ def section_launch(tmp, builddir=None, runs=3):
         c.stop()
 
 
-def section_gang(tmp, builddir=None, window=4.0):
+def section_gang(tmp, builddir=None, window=6.0):
     """A gang-scheduled pair of CPU-bound jobs on 2 nodes at the smallest
     quantum the gang benchmark found within 2% slowdown (20 ms without a
     benchmark): job A alone, then A and B together, the slowdown of the pair
@@ -147,7 +147,9 @@ def section_gang(tmp, builddir=None, window=4.0):
         time.sleep(0.5)
         keys = {(n, "a"): pa[n] for n in nodes}
         keys.update({(n, "b"): pb[n] for n in nodes})
-        got, wall = g.cpu_deltas(keys, window)
+        # twice the alone window, as the benchmark's two: one short window
+        # on this shared host varied by a few percent
+        got, wall = g.cpu_deltas(keys, 2 * window)
         got_a = sum(got[(n, "a")] for n in nodes)
         got_b = sum(got[(n, "b")] for n in nodes)
         # Overlap in a window of its own: the 2 ms sampler runs real-time
