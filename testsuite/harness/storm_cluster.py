@@ -155,16 +155,16 @@ class Cluster:
         (on the host's disk, writes would cost the file system's block
         allocation, not a node's)."""
         opts = "size=%dm,mode=0755" % self.local_mb
-        if self.local_huge:
-            r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts + ",huge=within_size",
+        tries = [opts + ",huge=within_size", opts] if self.local_huge else [opts]
+        for i, o in enumerate(tries):
+            # the last try raises; an earlier refusal falls back
+            r = subprocess.run(["mount", "-t", "tmpfs", "-o", o,
                                 "storm-" + node, self.node_local(node)],
-                               capture_output=True, text=True)
+                               capture_output=i < len(tries) - 1,
+                               check=i == len(tries) - 1)
             if r.returncode == 0:
-                self.local_opts[node] = opts + ",huge=within_size"
+                self.local_opts[node] = o
                 return
-        subprocess.run(["mount", "-t", "tmpfs", "-o", opts,
-                        "storm-" + node, self.node_local(node)], check=True)
-        self.local_opts[node] = opts
 
     def resize_local(self, node, mb):
         """Change a node's RAM disk size (what the node managers see too:
@@ -651,8 +651,9 @@ class Cluster:
             for root in roots:
                 for d, _, files in os.walk(root):
                     if "tasks" in files:
-                        with contextlib.suppress(OSError):
-                            left += [(d, t) for t in open(os.path.join(d, "tasks")).read().split()]
+                        with contextlib.suppress(OSError), \
+                                open(os.path.join(d, "tasks")) as f:
+                            left += [(d, t) for t in f.read().split()]
             if not left:
                 break
             if time.time() > deadline:
