@@ -128,3 +128,50 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
         c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"],
               check=False)
         c.wait_idle(timeout=120)
+
+
+def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
+    """Nothing time-shares, so the strobe is only the heartbeat (no
+    COMPARE-AND-WRITE confirmation after it): a node manager that hangs
+    (stopped, its connections open, so nothing is refused) must still be
+    found by the unanswered strobes and drained; once it answers and an
+    administrator resumes the node, a second hang drains it again."""
+    c = gang3
+    c.wait_idle(timeout=120)
+    victim = "node3"
+
+    def heartbeat_only():
+        hdr, _, jobs = g.mm_status(c)     # rewritten once a second
+        return not jobs and int(hdr.get("nslots", "0")) <= 1
+    g.wait_for(heartbeat_only, 10, "no job in the machine manager's matrix")
+    nm_pid = int(dict(w.split("=", 1) for w in
+                      g.nm_request(c, victim, "ping")[3:].split())["pid"])
+
+    def node_info():
+        return c.run(["scontrol", "-o", "show", "node", victim]).stdout
+
+    def answers_since(t):
+        """The status, written after t, shows the node answering."""
+        hdr, nodes, _ = g.mm_status(c)
+        n = nodes.get(victim, {})
+        return (int(hdr.get("written", "0")) > t and n.get("state") == "live"
+                and n.get("misses") == "0")
+
+    for outage in (1, 2):
+        os.kill(nm_pid, signal.SIGSTOP)
+        try:
+            info = g.wait_for(lambda: "DRAIN" in node_info() and "STORM" in node_info()
+                              and node_info(), 60, "%s drained (outage %d)" % (victim, outage))
+            assert "missed" in info and "strobe" in info, info
+            # the other nodes still get heartbeats
+            before = {n: int(g.nm_gang(c, n)["strobes"]) for n in ("node1", "node2")}
+            g.wait_for(lambda: all(int(g.nm_gang(c, n)["strobes"]) > before[n]
+                                   for n in before), 10, "heartbeats to node1, node2")
+        finally:
+            os.kill(nm_pid, signal.SIGCONT)
+        woken = time.time()
+        g.wait_for(lambda: answers_since(woken + 1), 30,
+                   "%s answering the machine manager again (outage %d)" % (victim, outage))
+        assert int(g.nm_gang(c, victim)["strobes"]) > 0
+        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"])
+        g.wait_for(lambda: "DRAIN" not in node_info(), 30, "%s resumed" % victim)

@@ -179,7 +179,11 @@ static void start_nm(const storm_conf_t *conf, const char *storm_conf_path)
  */
 static pthread_t wd_thread;
 static bool wd_running;
-static volatile int wd_stop;
+/* the watchdog sleeps a second at a time on wd_cond, so that it wakes
+ * once a second, not ten times, and slurmd's exit still ends it at once */
+static pthread_mutex_t wd_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond = PTHREAD_COND_INITIALIZER;
+static bool wd_stop;
 static storm_conf_t wd_conf;
 static char wd_conf_path[4096];
 
@@ -201,15 +205,26 @@ static void *watchdog(void *arg)
 
 	slurmd_args(node, sizeof(node), conf, sizeof(conf));
 	snprintf(lock, sizeof(lock), "%s/.nm-%s.lock", wd_conf.bcast_dir, node);
+	pthread_mutex_lock(&wd_mutex);
 	while (!wd_stop) {
-		for (int i = 0; i < 10 && !wd_stop; i++)
-			usleep(100000);
-		if (wd_stop || nm_alive(lock))
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&wd_cond, &wd_mutex, &ts);
+		if (wd_stop)
+			break;
+		pthread_mutex_unlock(&wd_mutex);
+		if (nm_alive(lock)) {
+			pthread_mutex_lock(&wd_mutex);
 			continue;
+		}
 		slurm_info("%s: node manager for node %s is gone; starting a new one",
 			   STORM_SPANK_PREFIX, node);
 		start_nm(&wd_conf, wd_conf_path);
+		pthread_mutex_lock(&wd_mutex);
 	}
+	pthread_mutex_unlock(&wd_mutex);
 	return NULL;
 }
 
@@ -226,7 +241,7 @@ extern int storm_slurmd_init(spank_t sp, int ac, char **av)
 	start_nm(&conf, path);
 	wd_conf = conf;
 	snprintf(wd_conf_path, sizeof(wd_conf_path), "%s", path);
-	wd_stop = 0;
+	wd_stop = false;
 	if (!wd_running && !pthread_create(&wd_thread, NULL, watchdog, NULL))
 		wd_running = true;
 	return 0;
@@ -237,7 +252,10 @@ extern int storm_slurmd_exit(spank_t sp, int ac, char **av)
 	/* The node manager outlives slurmd on purpose (restarts, upgrades). */
 	slurm_verbose("%s: slurmd exit", STORM_SPANK_PREFIX);
 	if (wd_running) {
-		wd_stop = 1;
+		pthread_mutex_lock(&wd_mutex);
+		wd_stop = true;
+		pthread_cond_signal(&wd_cond);
+		pthread_mutex_unlock(&wd_mutex);
 		pthread_join(wd_thread, NULL);
 		wd_running = false;
 	}
