@@ -167,8 +167,9 @@ static inline const char *storm_bcast_state_str(int st)
  * relay hashes it before it multicasts, and every node hashes its copy
  * before it renames it into place, so its speed is on the launch path:
  * 12 MiB took 0.62 ms here against 1.59 ms for the multiply-xor lanes it
- * replaced, and 16 nodes sharing two cores spent about 13 ms of each
- * 16-node broadcast on that last hash (STORM_RELAY_MAGIC changed with it).
+ * replaced, and in a 16-node 12 MiB broadcast on two cores the relay's
+ * wait for every node's verified copy fell from a median 12 to 6 ms
+ * (STORM_RELAY_MAGIC changed with it).
  */
 static inline uint64_t storm_bcast_hash(const void *buf, size_t len)
 {

@@ -172,6 +172,9 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
         woken = time.time()
         g.wait_for(lambda: answers_since(woken + 1), 30,
                    "%s answering the machine manager again (outage %d)" % (victim, outage))
-        assert int(g.nm_gang(c, victim)["strobes"]) > 0
+        # and it is strobed again
+        seen = int(g.nm_gang(c, victim)["strobes"])
+        g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 10,
+                   "heartbeats to %s again" % victim)
         c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"])
         g.wait_for(lambda: "DRAIN" not in node_info(), 30, "%s resumed" % victim)
