@@ -45,6 +45,12 @@ def _both_thawed_and_running(c, a, b, pa, pb, nodes):
     return all(s[-1][1][k] > s[0][1][k] for k in s[0][1])
 
 
+def _drained_by_storm(c, node):
+    """scontrol's line for node if STORM drained it, else False."""
+    info = c.run(["scontrol", "-o", "show", "node", node]).stdout
+    return "DRAIN" in info and "STORM" in info and info
+
+
 def _cleanup(c, jobs):
     c.run(["scancel"] + [str(j) for j in jobs], check=False)
     for j in jobs:
@@ -105,10 +111,8 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
             os.kill(nm_pid, signal.SIGKILL)
             killed = time.time()
 
-            def drained():
-                info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
-                return "DRAIN" in info and "STORM" in info and info
-            info = g.wait_for(drained, 30, "%s drained" % victim)
+            info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
+                              "%s drained" % victim)
             detect = time.time() - killed
         finally:
             slurmd.send_signal(signal.SIGCONT)
@@ -160,8 +164,8 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
     for outage in (1, 2):
         os.kill(nm_pid, signal.SIGSTOP)
         try:
-            info = g.wait_for(lambda: "DRAIN" in node_info() and "STORM" in node_info()
-                              and node_info(), 60, "%s drained (outage %d)" % (victim, outage))
+            info = g.wait_for(lambda: _drained_by_storm(c, victim), 60,
+                              "%s drained (outage %d)" % (victim, outage))
             assert "missed" in info and "strobe" in info, info
             # the other nodes still get heartbeats
             before = {n: int(g.nm_gang(c, n)["strobes"]) for n in ("node1", "node2")}

@@ -892,15 +892,22 @@ static void strobe_set_prio(int prio)
 	}
 }
 
+/* The next strobe can switch something: more than one slot, or a new job
+ * table to deliver.  Otherwise it is a heartbeat (MM_IDLE_ACK_PROBE_NS). */
+static bool strobe_switches(void)
+{
+	return nslots > 1 || table_dirty;
+}
+
 /*
- * Real time only while strobes switch something (more than one slot, or a
- * new job table to deliver): a heartbeat that is a few milliseconds late on
- * a busy host harms nothing, and raising and lowering the priority around
- * each one cost three sched_setscheduler calls a heartbeat.
+ * Real time only while strobes switch something: a heartbeat that is a few
+ * milliseconds late on a busy host harms nothing, and raising and lowering
+ * the priority around each one cost three sched_setscheduler calls a
+ * heartbeat.
  */
 static void strobe_rt(bool on)
 {
-	strobe_set_prio(on && (nslots > 1 || table_dirty) ? MM_STROBE_PRIO : 0);
+	strobe_set_prio(on && strobe_switches() ? MM_STROBE_PRIO : 0);
 }
 
 /* The file `stormctl show` reads, at most once a second. */
@@ -1077,7 +1084,7 @@ static void *mm_main(void *arg)
 		if (!table)
 			build_table();
 		strobe_rt(true);
-		heartbeat = nslots <= 1 && !table_dirty;
+		heartbeat = !strobe_switches();
 		if (table_dirty)
 			send_table();
 		if (nslots > 1)
