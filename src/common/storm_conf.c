@@ -52,6 +52,7 @@ static const key_def_t keys[] = {
 	{ "BcastPort", K_PORTS, F(bcast_port_lo), 0, 1024, 65535 },
 	{ "ControllerPort", K_U32, F(ctl_port), 0, 1024, 65535 },
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
+	{ "StrobeInterval", K_DURATION, F(strobe_interval_us), 0, 0, 60000000ULL },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
@@ -388,6 +389,19 @@ static int check_consistency(const storm_conf_t *c, const char *name,
 		return set_err(errbuf, errlen,
 			       "%s: FailSafe (%" PRIu64 " us) must be at least twice Timeslice (%" PRIu64 " us)",
 			       name, c->failsafe_us, c->timeslice_us);
+	if (c->strobe_interval_us && c->strobe_interval_us < c->timeslice_us)
+		return set_err(errbuf, errlen,
+			       "%s: StrobeInterval (%" PRIu64 " us) must be 0 (a strobe every quantum) or at least Timeslice (%" PRIu64 " us)",
+			       name, c->strobe_interval_us, c->timeslice_us);
+	if (c->failsafe_us < 2 * c->strobe_interval_us)
+		return set_err(errbuf, errlen,
+			       "%s: FailSafe (%" PRIu64 " us) must be at least twice StrobeInterval (%" PRIu64 " us)",
+			       name, c->failsafe_us, c->strobe_interval_us);
+	if (storm_conf_quanta_per_strobe(c) > STORM_CONF_MAX_QUANTA_PER_STROBE)
+		return set_err(errbuf, errlen,
+			       "%s: StrobeInterval (%" PRIu64 " us) may cover at most %d quanta of Timeslice (%" PRIu64 " us)",
+			       name, c->strobe_interval_us,
+			       STORM_CONF_MAX_QUANTA_PER_STROBE, c->timeslice_us);
 	/* The Machine Manager's endpoint lives on the slurmctld host, which
 	 * may also run node managers: the two must never share a port. */
 	if (c->ctl_port >= c->port_lo && c->ctl_port <= c->port_hi)
@@ -577,6 +591,16 @@ extern storm_policy_t storm_conf_part_policy(const storm_conf_t *conf,
 	return conf->policy;
 }
 
+extern uint32_t storm_conf_quanta_per_strobe(const storm_conf_t *conf)
+{
+	uint64_t n;
+
+	if (!conf->timeslice_us || conf->strobe_interval_us <= conf->timeslice_us)
+		return 1;
+	n = conf->strobe_interval_us / conf->timeslice_us;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
+}
+
 extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 					const char *partition)
 {
@@ -594,7 +618,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 	n = snprintf(buf, len,
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
-		     "FailSafe=%" PRIu64 "us\n"
+		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%" PRIu64 "us\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\n"
@@ -603,7 +627,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
 		     c->bcast_port_hi, c->ctl_port,
-		     c->failsafe_us,
+		     c->failsafe_us, c->strobe_interval_us,
 		     c->suspect_quanta, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,

@@ -46,6 +46,8 @@ typedef struct {
 	uint32_t ctl_port;		/* ControllerPort= the Machine Manager's
 					 * fabric port on the slurmctld host */
 	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */
+	uint64_t strobe_interval_us;	/* StrobeInterval= one strobe covers
+					 * this many us of quanta (0: each) */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
@@ -102,6 +104,10 @@ extern const char *storm_policy_str(storm_policy_t policy);
 /* MaxMPL for a partition: its override, else the global one. */
 extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 					const char *partition);
+
+/* Quanta one strobe covers: StrobeInterval / Timeslice, at least 1. */
+#define STORM_CONF_MAX_QUANTA_PER_STROBE 1000
+extern uint32_t storm_conf_quanta_per_strobe(const storm_conf_t *conf);
 
 /* Parse "2ms", "500us", "1.5s", "300" (microseconds) into *us. */
 extern int storm_parse_duration(const char *s, uint64_t *us);

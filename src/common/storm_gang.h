@@ -9,7 +9,10 @@
  *           with XFER-AND-SIGNAL (remote event STORM_GANG_EV_TABLE) only when
  *           it changes; its generation is repeated in every strobe.
  *   strobe  {epoch, slot, table generation, quantum}: multicast every
- *           quantum (remote event STORM_GANG_EV_STROBE).
+ *           quantum (remote event STORM_GANG_EV_STROBE), or, with
+ *           storm.conf StrobeInterval, once for nquanta quanta: the NM
+ *           switches to slot + k (mod nslots) itself at k quanta after the
+ *           first boundary, timed from the strobe's arrival.
  *
  * An NM applies a strobe, then stores the epoch in variable
  * STORM_GANG_VAR_APPLIED; the MM confirms with
@@ -30,7 +33,7 @@
 
 #include <stdint.h>
 
-#define STORM_GANG_MAGIC	0x32474e47u	/* "GNG2": table entries carry a policy */
+#define STORM_GANG_MAGIC	0x33474e47u	/* "GNG3": strobes cover nquanta */
 #define STORM_GANG_STROBE_OFF	((16u << 20) - (1u << 20))
 #define STORM_GANG_TABLE_OFF	(STORM_GANG_STROBE_OFF + 4096u)
 #define STORM_GANG_MAX_JOBS	16384
@@ -49,6 +52,9 @@ typedef struct storm_gang_strobe {
 	uint64_t mm_id;		/* MM instance (start time): a restart is
 				 * visible to the NMs */
 	uint64_t sent_ns;	/* CLOCK_REALTIME at send, for skew traces */
+	uint32_t nquanta;	/* quanta this strobe covers (1: this one) */
+	uint32_t nslots;	/* slots the sequence cycles through */
+	uint64_t next_in_us;	/* from send to the next quantum boundary */
 	uint64_t epoch_check;	/* == epoch when the block is complete */
 } storm_gang_strobe_t;
 

@@ -25,6 +25,18 @@
  * fill the CPU until the next strobe.  Where cpu.idle is missing they are
  * frozen like gang jobs, and the NM says so once per job.
  *
+ * StrobeInterval (storm.conf): one strobe may cover several quanta
+ * (nquanta > 1).  The NM then switches to slot + k itself at k quanta after
+ * the strobe's next boundary, timed from the strobe's arrival by the
+ * watcher thread (real-time, on an absolute CLOCK_MONOTONIC deadline).
+ * Why: on a host where the jobs, the node managers and slurmctld share the
+ * cores, a strobe costs every job the wake-ups and loopback sends of all
+ * of them (about 0.25 CPU-s/s at 2 ms quanta on the 2-core reference
+ * host), while a timed switch costs one freeze and one thaw
+ * (testsuite/bench/gang/switch_floor.c: 0.7% at 2 ms).  The nodes stay in
+ * step: each anchors on its own strobe arrival, so the sub-quanta keep the
+ * strobe's skew plus timer jitter, and a new strobe replaces the rest.
+ *
  * Fail-safe (fail open): if no strobe arrives for FailSafe, every job this
  * NM froze is thawed and every job it made idle-class is back to normal,
  * and so at exit; at start, job cgroups that an earlier NM of this node
@@ -104,6 +116,10 @@ static bool failsafe_open;		/* thawed all for lack of strobes */
 static trace_t ring[NM_GANG_TRACE];
 static uint64_t ring_n;
 static void *table_buf;			/* private copy of the table */
+/* The rest of a strobe that covers several quanta (under glock): sub_left
+ * more switches, the next at sub_due_ns (CLOCK_MONOTONIC). */
+static uint32_t sub_left, sub_nslots;
+static uint64_t sub_due_ns, sub_q_ns, nsubs;
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -364,6 +380,7 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 		      void *dst)
 {
 	uint64_t recv_ns = now_ns(CLOCK_REALTIME);
+	uint64_t recv_mono = now_ns(CLOCK_MONOTONIC);
 	storm_gang_strobe_t s;
 	trace_t *t;
 
@@ -394,6 +411,14 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	last = s;
 	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
 	nstrobes++;
+	sub_left = 0;
+	if (s.nquanta > 1 && s.nslots > 1 && s.quantum_us) {
+		sub_left = s.nquanta - 1;
+		sub_nslots = s.nslots;
+		sub_q_ns = s.quantum_us * 1000ULL;
+		sub_due_ns = recv_mono + s.next_in_us * 1000ULL;
+		pthread_cond_signal(&gwake);	/* a nearer deadline */
+	}
 	pthread_mutex_unlock(&glock);
 	storm_var_set(gnm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
 }
@@ -402,6 +427,7 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
  * The fail-safe watcher sleeps until the fail-safe would fire, not on a
  * short fixed period and not per strobe: an idle real-time thread that
  * wakes often costs every job on the node a context switch each time.
+ * A strobe that covers several quanta brings its switches forward.
  * Called with glock held.
  */
 static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
@@ -414,12 +440,18 @@ static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
 		due = now + max_ms * 1000000ULL;
 	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
 		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
+	if (sub_left && sub_due_ns < due)
+		due = sub_due_ns;
 	ts->tv_sec = due / 1000000000ULL;
 	ts->tv_nsec = due % 1000000000ULL;
 }
 
 /* Move out the slurmstepds that steps started in frozen jobs since they
- * were frozen; true if any job is frozen.  Called with glock held. */
+ * were frozen; true if any job is frozen.  Called with glock held.  Not
+ * on every wake-up: with timed switches (StrobeInterval) the watcher wakes
+ * every quantum, and reading each frozen job's cgroup.procs each time was
+ * most of a node manager's CPU (a look is due after 90% of the period, so
+ * a wake-up a little early does not double it). */
 static bool release_new_stepds(void)
 {
 	bool any = false;
@@ -428,9 +460,28 @@ static bool release_new_stepds(void)
 		if (!jobs[i].frozen)
 			continue;
 		any = true;
-		release_stepds(&jobs[i], 0);
+		release_stepds(&jobs[i], NM_GANG_STEPD_POLL_NS / 10 * 9);
 	}
 	return any;
+}
+
+/* The strobe's next quantum, if it is due: the slot after the last one.
+ * A late thread (more than a quantum) jumps to the slot the other nodes
+ * are in.  Called with glock held. */
+static void sub_switch(uint64_t now)
+{
+	uint32_t k;
+
+	if (!sub_left || now < sub_due_ns)
+		return;
+	k = 1 + (uint32_t) ((now - sub_due_ns) / sub_q_ns);
+	if (k > sub_left)
+		k = sub_left;
+	last.slot = (last.slot + k) % sub_nslots;
+	sub_left -= k;
+	sub_due_ns += (uint64_t) k * sub_q_ns;
+	apply(last.slot);
+	nsubs++;
 }
 
 /* Fail open: no strobe for FailSafe thaws everything (at real-time
@@ -452,9 +503,11 @@ static void *failsafe_thread(void *arg)
 					gnm->conf.failsafe_us) * 1000ULL;
 		struct timespec ts;
 
+		sub_switch(now);
 		if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
 			int n = thaw_all();
 
+			sub_left = 0;
 			failsafe_open = true;
 			nfailsafe++;
 			nm_info("gang: fail-safe: no strobe for %llu ms, thawed %d job(s); they run unswitched until the machine manager is back",
@@ -480,11 +533,12 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		nidle_now += jobs[i].idle;
 	}
 	o = snprintf(out, outlen,
-		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d strobes=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
 		     (unsigned long long) last.epoch, last.slot,
 		     (unsigned long long) table_gen,
 		     (unsigned long long) last.quantum_us, nm_cg_version(),
 		     njobs, nfrozen, nidle_now, (unsigned long long) nstrobes,
+		     (unsigned long long) nsubs,
 		     (unsigned long long) nfreeze, (unsigned long long) nthaw,
 		     (unsigned long long) nidle,
 		     failsafe_open ? "open" : "no",

@@ -89,6 +89,68 @@ def test_two_jobs_alternate_and_share_fairly(gang4):
         c.wait_idle()
 
 
+def test_one_strobe_for_several_quanta(gang4):
+    """StrobeInterval: the MM strobes once per 8 quanta and each NM times
+    the 7 switches between strobes itself; the jobs still take turns every
+    quantum, in step on all nodes, and share fairly."""
+    c = gang4
+    path = c.path("etc", "storm.conf")
+    good = open(path).read()
+    q_ms, per = 25, 8
+    c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=%dms" % q_ms)
+                       .replace("FailSafe=500ms", "FailSafe=1s") +
+                       "StrobeInterval=%dms\n" % (q_ms * per))
+    c.run(["scontrol", "reconfigure"])
+    a = b = None
+    try:
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(q_ms * 1000),
+                   30, "MM at %d ms" % q_ms)
+        a, b, pa, pb = _pair(c)
+        g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
+                   30, "%d quanta a strobe" % per)
+        before = {n: g.nm_gang(c, n) for n in NODES}
+        pids = {}
+        for n in NODES:
+            pids[(n, "a")] = pa[n]
+            pids[(n, "b")] = pb[n]
+        samples = g.sample(pids, duration=200 * q_ms / 1000.0)
+        after = {n: g.nm_gang(c, n) for n in NODES}
+        tot_a = tot_b = 0
+        for n in NODES:
+            sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
+            r = g.analyse_pair(sub, "a", "b")
+            assert r["a_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
+            assert r["b_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
+            # a switch every 25 ms straddles about one 2 ms sample in 12
+            assert r["both_frac"] < 0.2, (n, r)
+            assert r["longest_both_s"] < 3 * q_ms / 1000.0, (n, r)
+            tot_a += r["a_ns"]
+            tot_b += r["b_ns"]
+            d = {k: int(after[n][k]) - int(before[n][k])
+                 for k in ("strobes", "timed_switches", "freezes")}
+            # one freeze per quantum, one strobe per 8 (with slack for the
+            # sampler's start and stop and a strobe a job's start brings)
+            assert d["freezes"] >= 150, (n, d)
+            assert d["timed_switches"] >= 5 * d["strobes"], (n, d)
+            assert after[n]["failsafe"] == "no", after[n]
+        share = tot_a / float(tot_a + tot_b)
+        print("one strobe per %d quanta: share of job A %.4f" % (per, share))
+        assert abs(share - 0.5) <= 0.025, share
+        hdr, nodes, _ = g.mm_status(c)
+        assert all(v["state"] == "live" and v["misses"] == "0"
+                   for v in nodes.values()), nodes
+    finally:
+        if a is not None:
+            c.run(["scancel", str(a), str(b)], check=False)
+            for j in (a, b):
+                c.wait_job(j, timeout=60)
+        c.write_storm_conf(good)
+        c.run(["scontrol", "reconfigure"], check=False)
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(Q_MS * 1000),
+                   30, "MM back at %d ms" % Q_MS)
+        c.wait_idle()
+
+
 def test_stormctl_show_prints_the_matrix(gang4):
     c = gang4
     a, b, _, _ = _pair(c)

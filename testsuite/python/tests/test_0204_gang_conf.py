@@ -23,6 +23,13 @@ BAD = [
     ("FailSafe=100us\n", "FailSafe=100us is out of range"),
     ("Timeslice=1s\nFailSafe=1s\n", "FailSafe (1000000 us) must be at least twice Timeslice"),
     ("SuspectQuanta=0\n", "SuspectQuanta=0 is out of range"),
+    ("Timeslice=20ms\nStrobeInterval=5ms\n",
+     "StrobeInterval (5000 us) must be 0 (a strobe every quantum) or at least Timeslice"),
+    ("Timeslice=2ms\nStrobeInterval=800ms\nFailSafe=1s\n",
+     "FailSafe (1000000 us) must be at least twice StrobeInterval"),
+    ("Timeslice=1ms\nStrobeInterval=5s\nFailSafe=20s\n",
+     "StrobeInterval (5000000 us) may cover at most 1000 quanta"),
+    ("StrobeInterval=2min\n", "bad value '2min' for key 'StrobeInterval'"),
     ("ControllerPort=99\n", "ControllerPort=99 is out of range"),
     ("PartitionName=debug MaxMPL=99\n", "bad value '99' for key 'MaxMPL'"),
 ]

@@ -171,6 +171,10 @@ static mm_node_t *nodes;
 static mm_job_t *jobs;
 static int njobs, capjobs;
 static int nslots, cur_slot;
+/* The strobe being served covers span quanta from span_start (CLOCK_
+ * MONOTONIC); cur_slot is its first.  span > 1 only with StrobeInterval. */
+static uint32_t span = 1;
+static uint64_t span_start;
 static uint64_t epoch, gen, mm_id;
 static storm_gang_table_t *table;
 static size_t table_len;
@@ -652,11 +656,11 @@ static void write_status(void)
 	path = xstrdup_printf("%s/storm-mm.status",
 			      slurm_conf.state_save_location);
 	tmp = xstrdup_printf("%s.tmp", path);
-	xstrfmtcat(buf, "version=1\nwritten=%ld\nmm_id=%" PRIu64 "\nepoch=%" PRIu64 "\nslot=%d\nnslots=%d\nquantum_us=%" PRIu64 "\nperiod_us=%" PRIu64 "\nstrobe_us=%" PRIu64 "\nconfirm_us=%" PRIu64 "\nlate_quanta=%" PRIu64 "\nconfirm_timeouts=%" PRIu64 "\nquanta=%" PRIu64 "\ntable_gen=%" PRIu64 "\nsuspect_quanta=%u\nfailsafe_us=%" PRIu64 "\nprovider=%s\nnnodes=%d\n",
+	xstrfmtcat(buf, "version=1\nwritten=%ld\nmm_id=%" PRIu64 "\nepoch=%" PRIu64 "\nslot=%d\nnslots=%d\nquantum_us=%" PRIu64 "\nperiod_us=%" PRIu64 "\nstrobe_us=%" PRIu64 "\nconfirm_us=%" PRIu64 "\nlate_quanta=%" PRIu64 "\nconfirm_timeouts=%" PRIu64 "\nquanta=%" PRIu64 "\ntable_gen=%" PRIu64 "\nsuspect_quanta=%u\nfailsafe_us=%" PRIu64 "\nprovider=%s\nnnodes=%d\nquanta_per_strobe=%u\n",
 		   (long) time(NULL), mm_id, epoch, cur_slot, nslots,
 		   gconf.timeslice_us, stat_period_us, stat_strobe_us,
 		   stat_caw_us, stat_late, stat_confirm_timeouts, nquanta, gen, gconf.suspect_quanta,
-		   gconf.failsafe_us, gconf.provider, nnodes);
+		   gconf.failsafe_us, gconf.provider, nnodes, span);
 	for (int i = 0; i < nnodes; i++)
 		xstrfmtcat(buf, "node %d %s state=%s ack_us=%" PRIu64 " misses=%u\n",
 			   i, node_names[i],
@@ -716,7 +720,9 @@ static int send_table(void)
 	return rc;
 }
 
-static int send_strobe(uint32_t slot)
+/* A strobe for slot, covering nq quanta whose next boundary is next_in_ns
+ * after now. */
+static int send_strobe(uint32_t slot, uint32_t nq, uint64_t next_in_ns)
 {
 	storm_gang_strobe_t s;
 	storm_set_t live, failed;
@@ -736,6 +742,9 @@ again:
 	s.failsafe_us = gconf.failsafe_us;
 	s.mm_id = mm_id;
 	s.sent_ns = now_ns(CLOCK_REALTIME);
+	s.nquanta = nq;
+	s.nslots = nslots > 0 ? (uint32_t) nslots : 1;
+	s.next_in_us = next_in_ns / 1000;
 	storm_set_clear(&failed);
 	/* each node switches when the strobe reaches it, not after a commit
 	 * round: one message per node per quantum fewer (storm_xfer_flags) */
@@ -850,7 +859,7 @@ static void release_all(void)
 	build_table();
 	if (send_table() == 0) {
 		epoch++;
-		send_strobe(0);
+		send_strobe(0, 1, gconf.timeslice_us * 1000ULL);
 		info("%s: told the node managers to run every job", MM_PREFIX);
 	}
 }
@@ -973,8 +982,19 @@ static void sleep_quantum(uint64_t next, uint64_t *last_rebuild,
 		if (wake)
 			return;
 		if (job_left && table_dirty && !send_table()) {
+			/* the rest of the span, from the quantum running now */
+			uint64_t q_ns = gconf.timeslice_us * 1000ULL, due;
+			uint32_t k = 0;
+
+			now = now_ns(CLOCK_MONOTONIC);
+			if (q_ns && now > span_start)
+				k = (now - span_start) / q_ns;
+			if (k >= span)
+				k = span - 1;
+			due = span_start + (k + 1) * q_ns;
 			epoch++;
-			send_strobe((uint32_t) cur_slot);
+			send_strobe((uint32_t) ((cur_slot + k) % (nslots > 0 ? nslots : 1)),
+				    span - k, due > now ? due - now : 0);
 		}
 	}
 }
@@ -984,6 +1004,7 @@ static void *mm_main(void *arg)
 	uint64_t next, last_rebuild = 0, last_status = 0, last_probe = 0;
 	uint64_t last_ack_probe = 0;
 	uint64_t last_start = 0;
+	uint32_t last_span = 1;
 	int rr = 0;
 
 	mm_id = now_ns(CLOCK_REALTIME) / 1000;
@@ -1088,12 +1109,16 @@ static void *mm_main(void *arg)
 		if (table_dirty)
 			send_table();
 		if (nslots > 1)
-			cur_slot = (cur_slot + 1) % nslots;
+			cur_slot = (cur_slot + span) % nslots;
 		else
 			cur_slot = 0;
+		/* StrobeInterval: one strobe for several quanta, which the
+		 * node managers time themselves (storm_gang.h) */
+		span = nslots > 1 ? storm_conf_quanta_per_strobe(&gconf) : 1;
 		epoch++;
 		t0 = now_ns(CLOCK_MONOTONIC);
-		last_heartbeat = send_strobe((uint32_t) cur_slot) == 0 &&
+		span_start = t0;
+		last_heartbeat = send_strobe((uint32_t) cur_slot, span, q_ns) == 0 &&
 				 heartbeat;
 		if (last_heartbeat)
 			for (int i = 0; i < nnodes; i++)
@@ -1101,15 +1126,16 @@ static void *mm_main(void *arg)
 					node_acked(i);
 		t1 = now_ns(CLOCK_MONOTONIC);
 		ewma(&stat_strobe_us, (t1 - t0) / 1000);
-		if (last_start)
-			ewma(&stat_period_us, (t0 - last_start) / 1000);
+		if (last_start)	/* per quantum, whatever the span */
+			ewma(&stat_period_us, (t0 - last_start) / 1000 / last_span);
 		last_start = t0;
+		last_span = span;
 		nquanta++;
 		status_if_due(t1, &last_status);
 
 
 		/* 5. sleep to the next boundary; never try to catch up */
-		next += (nslots > 1 || q_ns >= MM_IDLE_HEARTBEAT_NS) ? q_ns :
+		next += (nslots > 1 || q_ns >= MM_IDLE_HEARTBEAT_NS) ? span * q_ns :
 			MM_IDLE_HEARTBEAT_NS;
 		if (next < now_ns(CLOCK_MONOTONIC))
 			next = now_ns(CLOCK_MONOTONIC);
