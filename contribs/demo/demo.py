@@ -11,7 +11,7 @@ import time
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "testsuite", "harness"))
 
-from storm_cluster import Cluster  # noqa: E402
+from storm_cluster import Cluster, stop_clusters_on_signals  # noqa: E402
 
 
 def say(msg=""):
@@ -119,8 +119,9 @@ def section_launch(tmp, builddir=None, runs=3):
 
 def section_gang(tmp, builddir=None, window=6.0):
     """A gang-scheduled pair of CPU-bound jobs on 2 nodes at the smallest
-    quantum the gang benchmark found within 2% slowdown (20 ms without a
-    benchmark): job A alone, then A and B together, the slowdown of the pair
+    quantum the gang benchmark found within 2% slowdown, with the
+    StrobeInterval it was measured with (20 ms, a strobe every quantum,
+    without a benchmark): job A alone, then A and B together, the slowdown of the pair
     against A alone, how often both ran at once, and the STORM vs stock Slurm
     figures of doc/bench/gang.json (stock gang needs minutes per point: the
     benchmark measures it, in the same run as STORM)."""
@@ -129,10 +130,16 @@ def section_gang(tmp, builddir=None, window=6.0):
     js = os.path.join(TOP, "doc", "bench", "gang.json")
     sm = json.load(open(js)).get("summary", {}) if os.path.exists(js) else {}
     q_ms = sm.get("min_quantum_ms_2pct") or 20
-    say("== Gang scheduling: two CPU-bound jobs on the same 2 nodes, Timeslice=%g ms" % q_ms)
+    # the setting that quantum was measured with (StrobeInterval or not)
+    si_us = 0
+    if str(sm.get("min_quantum_2pct_with", "")).startswith("StrobeInterval"):
+        si_us = sm.get("strobe_interval_us") or 0
+    say("== Gang scheduling: two CPU-bound jobs on the same 2 nodes, Timeslice=%g ms%s"
+        % (q_ms, ", StrobeInterval=%g ms" % (si_us / 1000.0) if si_us else ""))
     c = Cluster(os.path.join(tmp, "gang2"), nodes=2, builddir=builddir,
                 partition_opts="OverSubscribe=FORCE:2",
-                storm_conf="Timeslice=%dus\nMaxMPL=2\nFailSafe=1s\n" % int(q_ms * 1000))
+                storm_conf="Timeslice=%dus\nMaxMPL=2\nFailSafe=1s\nStrobeInterval=%dus\n"
+                % (int(q_ms * 1000), si_us))
     try:
         c.start()
         g.wait_gang_ready(c)
@@ -179,8 +186,9 @@ def section_gang(tmp, builddir=None, window=6.0):
         say("  STORM vs stock Slurm gang (doc/bench/gang.json, %s, same run):" % sm.get("date"))
         def num(v, fmt="%.0f"):
             return fmt % v if isinstance(v, (int, float)) else "n/a"
-        say("    smallest quantum with <= 2%% slowdown: STORM %s ms, stock %s ms (stock accepts 5000 ms and up)"
-            % (num(sm.get("min_quantum_ms_2pct"), "%g"), num(sm.get("stock_min_quantum_ms_2pct"), "%g")))
+        say("    smallest quantum with <= 2%% slowdown: STORM %s ms (%s), stock %s ms (stock accepts 5000 ms and up)"
+            % (num(sm.get("min_quantum_ms_2pct"), "%g"), sm.get("min_quantum_2pct_with", "n/a"),
+               num(sm.get("stock_min_quantum_ms_2pct"), "%g")))
         say("    switch skew at 16 nodes, p99: STORM %s us, stock %s us"
             % (num(sm.get("skew_p99_us_16n")), num(sm.get("stock_skew_p99_us_16n"))))
     else:
@@ -188,6 +196,7 @@ def section_gang(tmp, builddir=None, window=6.0):
 
 
 def main():
+    stop_clusters_on_signals()
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, default=8)
     ap.add_argument("--no-gang", action="store_true",

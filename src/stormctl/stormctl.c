@@ -149,6 +149,9 @@ static int show(const char *file)
 	printf("  strobe %llu us, confirm %llu us, late quanta %llu, table generation %llu\n",
 	       kv_u(text, "strobe_us"), kv_u(text, "confirm_us"),
 	       kv_u(text, "late_quanta"), kv_u(text, "table_gen"));
+	if (kv_u(text, "quanta_per_strobe") > 1)
+		printf("  one strobe per %llu quanta (StrobeInterval): the node managers time the quanta between strobes\n",
+		       kv_u(text, "quanta_per_strobe"));
 	printf("  status written %ld s ago%s\n", age,
 	       age > 5 ? " -- STALE: the machine manager is not running" : "");
 

@@ -27,6 +27,26 @@ class ClusterError(RuntimeError):
     pass
 
 
+TEARDOWN_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+def stop_clusters_on_signals():
+    """SIGTERM, SIGHUP and SIGINT raise SystemExit in the main thread, once,
+    so that the caller's `finally` and `with` blocks stop the clusters it
+    started.  For the benchmarks and the demo: ended by `timeout`, a closed
+    terminal or a pipe reader that quit, they used to die at once and leave
+    whole 16-node clusters running (SIGINT too: a background job of a
+    non-interactive shell starts with SIGINT ignored).  Later signals are
+    ignored, so that the teardown itself is not cut short."""
+    def _exit(signum, frame):
+        for s in TEARDOWN_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    for s in TEARDOWN_SIGNALS:
+        signal.signal(s, _exit)
+
+
 def _port_free(port):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -582,7 +602,18 @@ class Cluster:
         self._wait_ctld()
 
     def stop(self, timeout=30):
-        """Stop everything this cluster started, by PID; KILL what lingers."""
+        """Stop everything this cluster started, by PID; KILL what lingers.
+
+        SIGTERM, SIGHUP and SIGINT wait until the teardown is done (see
+        stop_clusters_on_signals): raised in the middle of it, they left
+        slurmds running."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, TEARDOWN_SIGNALS)
+        try:
+            self._stop(timeout)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _stop(self, timeout):
         with contextlib.suppress(Exception):
             if self.procs.get("slurmctld") and self.procs["slurmctld"].poll() is None:
                 self.run(["scancel", "--full", "-u", "root"], check=False, timeout=10)

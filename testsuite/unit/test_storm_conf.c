@@ -112,6 +112,10 @@ static const struct {
 	{ "BcastPort=7099\n", "storm.conf", "ControllerPort=7099 lies inside BcastPort" },
 	{ "BcastPort=99999\n", "storm.conf:1", "BcastPort" },
 	{ "Port=65500\n", "storm.conf", "set BcastPort" },
+	{ "StrobeInterval=5ms\n", "storm.conf", "StrobeInterval (5000 us) must be 0" },
+	{ "StrobeInterval=800ms\n", "storm.conf", "twice StrobeInterval" },
+	{ "Timeslice=1ms StrobeInterval=2s FailSafe=10s\n", "storm.conf", "at most 1000 quanta" },
+	{ "StrobeInterval=2m\n", "storm.conf:1", "StrobeInterval" },
 };
 
 START_TEST(bad_input_names_line_and_key)
@@ -142,6 +146,12 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "p"), 4);
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "other"), 3);
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, NULL), 3);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
+	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=45ms\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 45000);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 22);
+	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=2ms\n"), 0);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
 }
