@@ -2,7 +2,7 @@
  * switch_floor: the least a gang switch costs on this host, measured the
  * way run-gang-bench measures STORM.
  *
- *     switch_floor [-c ncores] [-w window_s] quantum_us...
+ *     switch_floor [-c ncores] [-w window_s] [-x] quantum_us...
  *
  * No Slurm, no fabric, no node manager.  On each of ncores cores: two
  * CPU-bound processes (gang A and gang B) in their own freezer cgroups, and
@@ -19,6 +19,10 @@
  * On a host where the switching and the jobs share the same two cores, the
  * switch itself takes a share of every quantum; this program measures that
  * share, so the benchmark can print what any implementation could reach.
+ *
+ * -x runs each core's switching thread on the next core instead, so every
+ * freeze and thaw crosses cores (a node manager's thread is not pinned to
+ * the cores of the jobs it switches).
  *
  * Output: one JSON object on stdout.  slowdown = (CPU/s of A alone, B
  * frozen) / (CPU/s of A+B alternating), A alone measured before and after
@@ -64,6 +68,7 @@ struct core {
 };
 
 static bool v2;			/* cgroup.freeze instead of freezer.state */
+static bool cross;		/* -x: switch from the next core */
 static const char *root;
 static struct core *cores;	/* for the signal handler */
 static int ncores_made;
@@ -258,7 +263,7 @@ static int start_switchers(struct core *c, int n)
 		int rc;
 
 		CPU_ZERO(&set);
-		CPU_SET(c[i].cpu, &set);
+		CPU_SET(cross ? (c[i].cpu + 1) % n : c[i].cpu, &set);
 		pthread_attr_init(&at);
 		pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED);
 		pthread_attr_setschedpolicy(&at, SCHED_FIFO);
@@ -356,7 +361,7 @@ static void on_signal(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: switch_floor [-c ncores] [-w window_s] quantum_us...\n");
+	fprintf(stderr, "usage: switch_floor [-c ncores] [-w window_s] [-x] quantum_us...\n");
 	exit(2);
 }
 
@@ -369,7 +374,7 @@ int main(int argc, char **argv)
 	double rate[MAX_QUANTA];
 	uint64_t sw[MAX_QUANTA], late[MAX_QUANTA];
 
-	while ((opt = getopt(argc, argv, "c:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:w:x")) != -1) {
 		char *end;
 
 		switch (opt) {
@@ -382,6 +387,9 @@ int main(int argc, char **argv)
 			window_s = strtod(optarg, &end);
 			if (*end || window_s < 0.5 || window_s > 600)
 				usage();
+			break;
+		case 'x':
+			cross = true;
 			break;
 		default:
 			usage();
@@ -434,9 +442,10 @@ int main(int argc, char **argv)
 
 	double alone = (before + after) / 2;
 
-	printf("{\"cgroup\": \"%s\", \"ncores\": %d, \"window_s\": %.1f, "
+	printf("{\"cgroup\": \"%s\", \"ncores\": %d, \"cross\": %s, \"window_s\": %.1f, "
 	       "\"alone_before\": %.6f, \"alone_after\": %.6f, \"points\": [",
-	       v2 ? "v2" : "v1", ncores, window_s, before, after);
+	       v2 ? "v2" : "v1", ncores, cross ? "true" : "false", window_s,
+	       before, after);
 	for (int q = 0; q < nq; q++)
 		printf("%s{\"quantum_us\": %llu, \"pair_cpu_per_s\": %.6f, "
 		       "\"slowdown\": %.6f, \"switches\": %llu, \"late_max_us\": %.1f}",

@@ -36,6 +36,32 @@ def _pair(cluster):
     return g.submit_pair(cluster, NODES, ("gangA", "gangB"))
 
 
+def _alternate(pa, pb, q_ms, max_both):
+    """Sample both jobs' tasks over 200 quanta of q_ms and assert that on
+    every node both progress and they take turns ("both ran in the same
+    ~2 ms sample" only around switches, where sampling straddles them,
+    under max_both of the time and never for long).  Returns job A's share
+    of their CPU and the per-node overlap."""
+    pids = {}
+    for n in NODES:
+        pids[(n, "a")] = pa[n]
+        pids[(n, "b")] = pb[n]
+    samples = g.sample(pids, duration=200 * q_ms / 1000.0)
+    tot_a = tot_b = 0
+    both = []
+    for n in NODES:
+        sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
+        r = g.analyse_pair(sub, "a", "b")
+        assert r["a_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
+        assert r["b_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
+        assert r["both_frac"] < max_both, (n, r)
+        assert r["longest_both_s"] < 3 * q_ms / 1000.0, (n, r)
+        tot_a += r["a_ns"]
+        tot_b += r["b_ns"]
+        both.append("%.3f" % r["both_frac"])
+    return tot_a / float(tot_a + tot_b), both
+
+
 def test_two_jobs_alternate_and_share_fairly(gang4):
     c = gang4
     a, b, pa, pb = _pair(c)
@@ -43,30 +69,8 @@ def test_two_jobs_alternate_and_share_fairly(gang4):
         hdr, nodes, jobs = g.mm_status(c)
         assert jobs[a]["slot"] != jobs[b]["slot"]
         assert jobs[a]["slot"] in ("0", "1") and jobs[b]["slot"] in ("0", "1")
-        pids = {}
-        for n in NODES:
-            pids[(n, "a")] = pa[n]
-            pids[(n, "b")] = pb[n]
-        samples = g.sample(pids, duration=200 * Q_MS / 1000.0)
-
-        tot_a = tot_b = 0
-        for n in NODES:
-            sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
-            r = g.analyse_pair(sub, "a", "b")
-            # both progress on every node
-            assert r["a_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-            assert r["b_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-            # they take turns: "both ran in the same ~2 ms sample" happens
-            # only around switches (sampling straddles them), never for long
-            assert r["both_frac"] < 0.15, (n, r)
-            assert r["longest_both_s"] < 3 * Q_MS / 1000.0, (n, r)
-            tot_a += r["a_ns"]
-            tot_b += r["b_ns"]
-        share = tot_a / float(tot_a + tot_b)
-        print("gang alternation: share of job A %.4f; per-node overlap %s" % (
-            share, ["%.3f" % g.analyse_pair(
-                [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples],
-                "a", "b")["both_frac"] for n in NODES]))
+        share, both = _alternate(pa, pb, Q_MS, 0.15)
+        print("gang alternation: share of job A %.4f; per-node overlap %s" % (share, both))
         # fair share within 5% (relative) over 200 quanta
         assert abs(share - 0.5) <= 0.025, share
 
@@ -109,23 +113,10 @@ def test_one_strobe_for_several_quanta(gang4):
         g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
                    30, "%d quanta a strobe" % per)
         before = {n: g.nm_gang(c, n) for n in NODES}
-        pids = {}
-        for n in NODES:
-            pids[(n, "a")] = pa[n]
-            pids[(n, "b")] = pb[n]
-        samples = g.sample(pids, duration=200 * q_ms / 1000.0)
+        # a switch every 25 ms straddles about one 2 ms sample in 12
+        share, both = _alternate(pa, pb, q_ms, 0.2)
         after = {n: g.nm_gang(c, n) for n in NODES}
-        tot_a = tot_b = 0
         for n in NODES:
-            sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
-            r = g.analyse_pair(sub, "a", "b")
-            assert r["a_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-            assert r["b_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-            # a switch every 25 ms straddles about one 2 ms sample in 12
-            assert r["both_frac"] < 0.2, (n, r)
-            assert r["longest_both_s"] < 3 * q_ms / 1000.0, (n, r)
-            tot_a += r["a_ns"]
-            tot_b += r["b_ns"]
             d = {k: int(after[n][k]) - int(before[n][k])
                  for k in ("strobes", "timed_switches", "freezes")}
             # one freeze per quantum, one strobe per 8 (with slack for the
@@ -133,8 +124,8 @@ def test_one_strobe_for_several_quanta(gang4):
             assert d["freezes"] >= 150, (n, d)
             assert d["timed_switches"] >= 5 * d["strobes"], (n, d)
             assert after[n]["failsafe"] == "no", after[n]
-        share = tot_a / float(tot_a + tot_b)
-        print("one strobe per %d quanta: share of job A %.4f" % (per, share))
+        print("one strobe per %d quanta: share of job A %.4f; per-node overlap %s"
+              % (per, share, both))
         assert abs(share - 0.5) <= 0.025, share
         hdr, nodes, _ = g.mm_status(c)
         assert all(v["state"] == "live" and v["misses"] == "0"

@@ -1130,7 +1130,7 @@ static void *mm_main(void *arg)
 			ewma(&stat_period_us, (t0 - last_start) / 1000 / last_span);
 		last_start = t0;
 		last_span = span;
-		nquanta++;
+		nquanta += span;	/* quanta, not strobes */
 		status_if_due(t1, &last_status);
 
 
