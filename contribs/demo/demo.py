@@ -172,7 +172,11 @@ def section_gang(tmp, builddir=None, window=6.0):
                100 * got_b / (got_a + got_b)))
         say("  slowdown of the pair against one job alone: %.3f (1.0 = switching costs nothing)"
             % (alone * wall / (got_a + got_b)))
-        say("  both jobs running in the same ~2 ms sample on a node: %.1f%% of the time" % (100 * both))
+        # a sample with a switch inside it shows both jobs running: at a
+        # quantum of Q ms about 2/Q of the ~2 ms samples straddle one
+        say("  both jobs running in the same ~2 ms sample on a node: %.1f%% of the time"
+            " (samples that straddle a switch count; at this quantum up to %.0f%% do)"
+            % (100 * both, 100 * min(1.0, 2.0 / q_ms)))
         say("  machine manager: quantum %.1f ms, measured period %.1f ms, strobe %s us, confirm %s us"
             % (int(hdr["quantum_us"]) / 1000.0, int(hdr["period_us"]) / 1000.0,
                hdr["strobe_us"], hdr["confirm_us"]))
