@@ -62,6 +62,7 @@ typedef struct storm_gang_strobe {
 enum {
 	STORM_GANG_SWITCH_FREEZE = 0,	/* gang: frozen outside its slots */
 	STORM_GANG_SWITCH_IDLE = 1,	/* flexible: SCHED_IDLE outside them */
+	STORM_GANG_SWITCH_HOLD = 2,	/* suspended by Slurm: not switched */
 };
 
 typedef struct storm_gang_job {

@@ -4,9 +4,12 @@
  * When the Machine Manager's strobe reaches this node (XFER-AND-SIGNAL to
  * STORM_GANG_STROBE_OFF, signalled on arrival: STORM_XFER_ON_ARRIVAL), the
  * fabric's real-time progress thread calls on_commit(), which freezes the
- * jobs that do not run in the new slot, then thaws the ones that do, and
+ * jobs that do not run in the new slot, then thaws the ones that do (v1:
+ * their step cgroups, the batch step made idle-class instead; v2: the job
+ * level; nm_cgroup.c says why), and
  * stores the strobe's epoch in STORM_GANG_VAR_APPLIED for the MM's
- * COMPARE-AND-WRITE.  A second thread only watches for the fail-safe.  See
+ * COMPARE-AND-WRITE.  A second thread watches for the fail-safe and times
+ * the switches between strobes (StrobeInterval, below).  See
  * storm_gang.h for the wire format.
  *
  * Why freeze first, then thaw: the two gangs must not run at once on a
@@ -37,6 +40,9 @@
  * step: each anchors on its own strobe arrival, so the sub-quanta keep the
  * strobe's skew plus timer jitter, and a new strobe replaces the rest.
  *
+ * A job Slurm suspended (scontrol suspend) is "held" in the table: the NM
+ * leaves it to Slurm until it resumes (hold()).
+ *
  * Fail-safe (fail open): if no strobe arrives for FailSafe, every job this
  * NM froze is thawed and every job it made idle-class is back to normal,
  * and so at exit; at start, job cgroups that an earlier NM of this node
@@ -65,27 +71,41 @@
  * again at the first strobe after this; on a timer rather than every few
  * strobes, which at 120 s quanta meant 16 minutes. */
 #define NM_GANG_RETRY_NS 50000000ULL
-/* While a job is frozen, a step it starts brings a new slurmstepd into the
- * frozen cgroup: the watcher moves it out within this (nm_cgroup.c).  A
- * freeze looks too, but at most this often per job: reading cgroup.procs
- * was an open, a read and a close on every freeze (at 20 ms quanta the
- * two node managers of the gang benchmark went from 0.029 to 0.024 CPU-s/s
- * without it), for a stepd that a step start brings a few times per job. */
-#define NM_GANG_STEPD_POLL_MS 100
-#define NM_GANG_STEPD_POLL_NS (NM_GANG_STEPD_POLL_MS * 1000000ULL)
+/* v1: a step a job starts has a cgroup of its own, unfrozen: a freeze
+ * looks for new steps, but at most this often per job, and while a job is
+ * frozen the watcher looks this often, so a step started outside its
+ * job's slots runs at most this long beside the other slot.  Not at every
+ * freeze: reading the job's directory there was most of a node manager's
+ * CPU at short quanta (the same held for its cgroup.procs before). */
+#define NM_GANG_SCAN_MS 100
+#define NM_GANG_SCAN_NS (NM_GANG_SCAN_MS * 1000000ULL)
 #define NM_GANG_TRACE 512
+
+/* A step cgroup of a job (v1). */
+typedef struct gstep {
+	char name[48];		/* "step_0", "step_batch", ... */
+	int fd;			/* its freezer.state */
+	bool batch;
+	bool seen;		/* found by the last scan */
+} gstep_t;
 
 typedef struct gjob {
 	uint32_t job_id, uid, mask;
 	uint32_t how;		/* STORM_GANG_SWITCH_* from the table */
-	int fd;			/* freeze control, -1 when not on this node */
-	int dir_fd;		/* v1: its freezer directory (stepds); or -1 */
-	bool frozen;		/* frozen by us */
-	nm_cg_idle_t *cpu;	/* flexible: its cpu.idle, NULL if none */
+	int fd;			/* v2: job-level freeze control; or -1 */
+	int dir_fd;		/* v1: its freezer directory; or -1 */
+	gstep_t *steps;		/* v1: its step cgroups here */
+	int nsteps, capsteps;
+	bool batch;		/* v1: its batch step is on this node */
+	bool frozen;		/* switched out by us (frozen steps) */
+	bool stale;		/* frozen may not be true: write it next time */
+	nm_cg_idle_t *cpu;	/* its cpu.idle (flexible; gang: the batch
+				 * step's), NULL if none */
 	bool idle;		/* made idle-class by us */
 	bool no_idle;		/* cpu.idle unavailable: freeze instead */
+	bool held;		/* suspended by Slurm: left to Slurm */
 	uint64_t synced_ns;	/* last move of its processes (v1) */
-	uint64_t stepd_ns;	/* last look for new slurmstepds (v1) */
+	uint64_t scan_ns;	/* last look for its steps (v1) */
 	bool listed;		/* in the current table */
 	uint64_t retry_ns;	/* look for its cgroup again after this */
 } gjob_t;
@@ -159,56 +179,170 @@ static gjob_t *add_job(uint32_t job_id, uint32_t uid)
 	return j;
 }
 
+static bool present(const gjob_t *j)
+{
+	return j->fd >= 0 || j->dir_fd >= 0;
+}
+
 static void close_job(gjob_t *j)
 {
 	if (j->fd >= 0)
 		close(j->fd);
 	if (j->dir_fd >= 0)
 		close(j->dir_fd);
+	for (int i = 0; i < j->nsteps; i++)
+		close(j->steps[i].fd);
 	j->fd = j->dir_fd = -1;
+	j->nsteps = 0;
+	j->batch = false;
 }
 
 static void drop_job(gjob_t *j)
 {
 	close_job(j);
+	free(j->steps);
 	nm_cg_idle_close(j->cpu);
 	*j = jobs[--njobs];
 }
 
-/* Move a job's new slurmstepds out of its freezer cgroup (v1), if the
- * last look is older than `every` ns. */
-static void release_stepds(gjob_t *j, uint64_t every)
+/* The job is gone from this node (its cgroup went): forget its cgroups,
+ * look again later (a job that had not started here yet comes back). */
+static void job_left(gjob_t *j, int rc)
 {
-	uint64_t now;
-
-	if (j->dir_fd < 0)
-		return;
-	now = now_ns(CLOCK_MONOTONIC);
-	if (now - j->stepd_ns < every)
-		return;
-	(void) nm_cg_release_stepds(j->dir_fd, j->job_id);
-	j->stepd_ns = now;
+	nm_verbose("gang: job %u: its cgroup is gone (%s); the job left this node",
+		   j->job_id, strerror(-rc));
+	close_job(j);
+	j->frozen = false;
+	j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
 }
 
-/* Freeze or thaw one job; a vanished cgroup means the job ended here. */
+/* v1: is this step frozen with the others?  The batch step only where it
+ * cannot be made idle-class instead (see nm_cgroup.c for why). */
+static bool step_freezes(const gjob_t *j, const gstep_t *s)
+{
+	return !s->batch || j->no_idle || j->how != STORM_GANG_SWITCH_FREEZE;
+}
+
+static void remove_step(gjob_t *j, int i)
+{
+	close(j->steps[i].fd);
+	j->steps[i] = j->steps[--j->nsteps];
+}
+
+static void step_found(const char *name, void *arg)
+{
+	gjob_t *j = arg;
+	gstep_t *s;
+	int fd;
+
+	for (int i = 0; i < j->nsteps; i++) {
+		if (!strcmp(j->steps[i].name, name)) {
+			j->steps[i].seen = true;
+			j->batch |= j->steps[i].batch;
+			return;
+		}
+	}
+	if (j->nsteps == j->capsteps) {
+		int cap = j->capsteps ? j->capsteps * 2 : 4;
+		gstep_t *n = realloc(j->steps, cap * sizeof(*n));
+
+		if (!n)
+			return;		/* the next scan tries again */
+		j->steps = n;
+		j->capsteps = cap;
+	}
+	if ((fd = nm_cg_step_open(j->dir_fd, name)) < 0)
+		return;			/* ending already, or the next scan */
+	s = &j->steps[j->nsteps++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->fd = fd;
+	s->seen = true;
+	s->batch = !strcmp(name, "step_batch");
+	j->batch |= s->batch;
+	/* a step that started while its job is out of its slots joins it */
+	if (j->frozen && step_freezes(j, s))
+		(void) nm_cg_write(fd, true);
+}
+
+/* v1: bring the job's steps up to date, if the last look is older than
+ * `every` ns; 0, or -errno when the job's cgroup is gone. */
+static int scan_steps(gjob_t *j, uint64_t every)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	int rc;
+
+	if (j->dir_fd < 0 || now - j->scan_ns < every)
+		return 0;
+	j->scan_ns = now;
+	j->batch = false;
+	for (int i = 0; i < j->nsteps; i++)
+		j->steps[i].seen = false;
+	if ((rc = nm_cg_job_steps(j->dir_fd, step_found, j)) < 0)
+		return rc;
+	for (int i = 0; i < j->nsteps;) {
+		if (!j->steps[i].seen) {
+			remove_step(j, i);
+			continue;
+		}
+		i++;
+	}
+	return 0;
+}
+
+/* Find the job's cgroups on this node; retried later if absent. */
+static void open_job(gjob_t *j, uint64_t now)
+{
+	int fd;
+
+	if (nm_cg_version() == 1) {
+		if ((fd = nm_cg_job_dir_open(j->job_id, j->uid)) >= 0) {
+			j->dir_fd = fd;
+			j->scan_ns = 0;
+			if (scan_steps(j, 0)) {
+				close_job(j);
+				fd = -1;
+			}
+		}
+	} else {
+		fd = j->fd = nm_cg_job_open(j->job_id, j->uid);
+	}
+	if (fd < 0)
+		j->retry_ns = now + NM_GANG_RETRY_NS;
+}
+
+/* Freeze or thaw one job: v1 its steps, v2 the job level.  A vanished
+ * cgroup means the job (v2), or one of its steps (v1), ended here. */
 static void set_frozen(gjob_t *j, bool frozen)
 {
 	int rc;
 
-	if (j->fd < 0 || j->frozen == frozen)
+	if (!present(j) || (j->frozen == frozen && !j->stale))
 		return;
-	if (frozen)
-		release_stepds(j, NM_GANG_STEPD_POLL_NS);
-	rc = nm_cg_write(j->fd, frozen);
-	if (rc) {
-		nm_verbose("gang: job %u: %s failed (%s); the job left this node",
-			   j->job_id, frozen ? "freeze" : "thaw", strerror(-rc));
-		close_job(j);
-		j->frozen = false;
-		j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
+	if (j->dir_fd >= 0) {
+		if (frozen && (rc = scan_steps(j, NM_GANG_SCAN_NS))) {
+			job_left(j, rc);
+			return;
+		}
+		for (int i = 0; i < j->nsteps;) {
+			gstep_t *s = &j->steps[i];
+
+			if (step_freezes(j, s) &&
+			    (rc = nm_cg_write(s->fd, frozen))) {
+				nm_debug("gang: job %u: %s of %s failed (%s); the step ended",
+					 j->job_id, frozen ? "freeze" : "thaw",
+					 s->name, strerror(-rc));
+				remove_step(j, i);
+				continue;
+			}
+			i++;
+		}
+	} else if ((rc = nm_cg_write(j->fd, frozen))) {
+		job_left(j, rc);
 		return;
 	}
 	j->frozen = frozen;
+	j->stale = false;
 	if (frozen)
 		nfreeze++;
 	else
@@ -216,8 +350,8 @@ static void set_frozen(gjob_t *j, bool frozen)
 }
 
 /*
- * Flexible: outside its slots a job is idle-class, not frozen.  Its
- * processes are (re)collected when it is demoted, at most every
+ * Idle-class outside its slots: flexible jobs, and gang jobs' batch steps
+ * (v1).  Its processes are (re)collected when it is demoted, at most every
  * NM_GANG_SYNC_NS, so a new step's tasks are demoted within that.
  */
 #define NM_GANG_SYNC_NS 100000000ULL
@@ -230,7 +364,7 @@ static void set_idle(gjob_t *j, bool idle)
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
-			nm_cg_idle_sync(j->cpu);
+			nm_cg_idle_sync(j->cpu, j->how == STORM_GANG_SWITCH_FREEZE);
 			j->synced_ns = now;
 		}
 	}
@@ -241,6 +375,7 @@ static void set_idle(gjob_t *j, bool idle)
 		j->cpu = NULL;
 		j->idle = false;
 		j->no_idle = true;
+		j->stale = true;	/* its batch step freezes from now on */
 		return;
 	}
 	j->idle = idle;
@@ -248,18 +383,90 @@ static void set_idle(gjob_t *j, bool idle)
 		nidle++;
 }
 
-/* Is this job switched by cpu.idle (flexible) rather than by freezing? */
-static bool by_idle(gjob_t *j)
+/* Has the job its cpu.idle open?  Opened at the first need; where it is
+ * missing the job is frozen instead, and the NM says so once per job. */
+static bool has_cpu_idle(gjob_t *j)
 {
-	if (j->how != STORM_GANG_SWITCH_IDLE || j->fd < 0 || j->no_idle)
+	if (j->no_idle || !present(j))
 		return false;
 	if (!j->cpu && !(j->cpu = nm_cg_idle_open(j->job_id, j->uid))) {
-		nm_info("gang: job %u: no cpu.idle for the flexible policy on this node (%m); it is switched by freezing",
-			j->job_id);
+		nm_info("gang: job %u: no cpu.idle on this node (%m); its %s is switched by freezing",
+			j->job_id, j->how == STORM_GANG_SWITCH_IDLE ?
+			"flexible policy" : "batch step");
 		j->no_idle = true;
 		return false;
 	}
 	return true;
+}
+
+/*
+ * A gang job's batch step (v1) is idle-class for as long as the job shares
+ * its nodes, in its slots too: set once, not at every switch (a cpu.idle
+ * write per quantum cost measurably at 2 ms).  Outside its slots it so
+ * gets only what the running slot leaves, and in them it runs beside its
+ * own job's steps; a job script mostly waits for srun.
+ */
+static bool batch_idle(gjob_t *j)
+{
+	return j->batch && j->how == STORM_GANG_SWITCH_FREEZE &&
+	       j->mask != STORM_GANG_ALL_SLOTS && has_cpu_idle(j);
+}
+
+/* Out of its slots: flexible jobs idle-class, gang jobs frozen (v1: but
+ * the batch step).  Freeze first, then demote the rest. */
+static void switch_out(gjob_t *j)
+{
+	if (j->how == STORM_GANG_SWITCH_IDLE && has_cpu_idle(j)) {
+		set_frozen(j, false);
+		set_idle(j, true);
+		return;
+	}
+	set_frozen(j, true);
+	set_idle(j, batch_idle(j));
+}
+
+static void switch_in(gjob_t *j)
+{
+	set_idle(j, batch_idle(j));
+	set_frozen(j, false);
+}
+
+/*
+ * Slurm suspended the job (scontrol suspend; the table says "hold"): it is
+ * Slurm's until it resumes.  v1: Slurm froze the same step cgroups we
+ * switch, so its freeze may have landed while ours held them, and a thaw
+ * of ours since would have resumed them: each step is frozen once more,
+ * then none is counted ours.  v2: our job-level freeze goes; Slurm's
+ * step-level one stays.
+ */
+static void hold(gjob_t *j)
+{
+	if (j->held)
+		return;
+	set_idle(j, false);
+	if (j->dir_fd >= 0) {
+		(void) scan_steps(j, 0);
+		for (int i = 0; i < j->nsteps; i++)
+			(void) nm_cg_write(j->steps[i].fd, true);
+		j->frozen = false;
+	} else {
+		set_frozen(j, false);
+	}
+	j->held = true;
+	nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
+		j->job_id);
+}
+
+/* Resumed by Slurm: its cgroups are written afresh at the next switch
+ * (Slurm thawed them; a late hold of ours may have frozen them since). */
+static void unhold(gjob_t *j)
+{
+	if (!j->held)
+		return;
+	j->held = false;
+	j->frozen = true;
+	j->stale = true;
+	nm_info("gang: job %u resumed by Slurm: switched again", j->job_id);
 }
 
 /* Fail open: nothing frozen, nothing idle-class. */
@@ -300,7 +507,7 @@ static void load_table(uint64_t want_gen)
 		 (unsigned long long) want_gen, t->njobs, t->nslots);
 }
 
-/* Switch to slot: freeze the outgoing jobs first, then thaw the incoming. */
+/* Switch to slot: the outgoing jobs first, then the incoming. */
 static uint32_t apply(uint32_t slot)
 {
 	const storm_gang_table_t *t = table_buf;
@@ -318,18 +525,16 @@ static uint32_t apply(uint32_t slot)
 				continue;
 			j->listed = true;
 			j->mask = e->slot_mask;
-			j->how = e->how;
-			if (j->fd < 0 && now >= j->retry_ns) {
-				int fd = nm_cg_job_open(j->job_id, j->uid);
-
-				if (fd >= 0) {
-					j->fd = fd;
-					fd = nm_cg_job_dir_open(j->job_id,
-								  j->uid);
-					j->dir_fd = fd >= 0 ? fd : -1;
-				} else
-					j->retry_ns = now + NM_GANG_RETRY_NS;
+			if (!present(j) && now >= j->retry_ns)
+				open_job(j, now);
+			if (e->how == STORM_GANG_SWITCH_HOLD) {
+				hold(j);
+				continue;
 			}
+			unhold(j);
+			if (j->how != e->how)
+				j->stale = true;	/* the batch step may change */
+			j->how = e->how;
 		}
 	}
 	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
@@ -341,26 +546,12 @@ static uint32_t apply(uint32_t slot)
 		}
 		i++;
 	}
-	/* Outgoing first (frozen, or demoted to idle-class), then incoming. */
-	for (int i = 0; i < njobs; i++) {
-		gjob_t *j = &jobs[i];
-
-		if (j->mask & bit)
-			continue;
-		if (by_idle(j)) {
-			set_frozen(j, false);
-			set_idle(j, true);
-		} else {
-			set_idle(j, false);
-			set_frozen(j, true);
-		}
-	}
-	for (int i = 0; i < njobs; i++) {
-		if (jobs[i].mask & bit) {
-			set_idle(&jobs[i], false);
-			set_frozen(&jobs[i], false);
-		}
-	}
+	for (int i = 0; i < njobs; i++)
+		if (!jobs[i].held && !(jobs[i].mask & bit))
+			switch_out(&jobs[i]);
+	for (int i = 0; i < njobs; i++)
+		if (!jobs[i].held && (jobs[i].mask & bit))
+			switch_in(&jobs[i]);
 	for (int i = 0; i < njobs; i++)
 		if (jobs[i].frozen)
 			nfrozen++;
@@ -434,7 +625,7 @@ static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
 			  struct timespec *ts)
 {
 	uint64_t due = last_strobe_ns + failsafe_ns + 1000000ULL;
-	uint64_t max_ms = frozen ? NM_GANG_STEPD_POLL_MS : NM_GANG_WAIT_MAX_MS;
+	uint64_t max_ms = frozen ? NM_GANG_SCAN_MS : NM_GANG_WAIT_MAX_MS;
 
 	if (failsafe_open || due > now + max_ms * 1000000ULL)
 		due = now + max_ms * 1000000ULL;
@@ -446,21 +637,23 @@ static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
 	ts->tv_nsec = due % 1000000000ULL;
 }
 
-/* Move out the slurmstepds that steps started in frozen jobs since they
- * were frozen; true if any job is frozen.  Called with glock held.  Not
- * on every wake-up: with timed switches (StrobeInterval) the watcher wakes
- * every quantum, and reading each frozen job's cgroup.procs each time was
- * most of a node manager's CPU (a look is due after 90% of the period, so
- * a wake-up a little early does not double it). */
-static bool release_new_stepds(void)
+/* Freeze the steps that frozen jobs started since they were frozen (v1);
+ * true if any job is frozen.  Called with glock held.  Not on every
+ * wake-up: with timed switches (StrobeInterval) the watcher wakes every
+ * quantum (a look is due after 90% of the period, so a wake-up a little
+ * early does not double it). */
+static bool scan_frozen_jobs(void)
 {
 	bool any = false;
 
 	for (int i = 0; i < njobs; i++) {
+		int rc;
+
 		if (!jobs[i].frozen)
 			continue;
 		any = true;
-		release_stepds(&jobs[i], NM_GANG_STEPD_POLL_NS / 10 * 9);
+		if ((rc = scan_steps(&jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
+			job_left(&jobs[i], rc);
 	}
 	return any;
 }
@@ -486,7 +679,7 @@ static void sub_switch(uint64_t now)
 
 /* Fail open: no strobe for FailSafe thaws everything (at real-time
  * priority, so that the thaw does not wait behind the jobs).  While a job
- * is frozen it also wakes every NM_GANG_STEPD_POLL_MS for its new stepds. */
+ * is frozen it also wakes every NM_GANG_SCAN_MS for its new steps. */
 static void *failsafe_thread(void *arg)
 {
 	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
@@ -514,7 +707,7 @@ static void *failsafe_thread(void *arg)
 				(unsigned long long) ((now - last_strobe_ns) / 1000000),
 				n);
 		}
-		next_deadline(now, failsafe_ns, release_new_stepds(), &ts);
+		next_deadline(now, failsafe_ns, scan_frozen_jobs(), &ts);
 		pthread_cond_timedwait(&gwake, &glock, &ts);
 	}
 	pthread_mutex_unlock(&glock);
@@ -525,19 +718,23 @@ static void *failsafe_thread(void *arg)
 static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)
 {
-	int nfrozen = 0, nidle_now = 0, o;
+	int nfrozen = 0, nidle_now = 0, nbatch_idle = 0, o;
 
 	pthread_mutex_lock(&glock);
 	for (int i = 0; i < njobs; i++) {
+		bool whole = jobs[i].how == STORM_GANG_SWITCH_IDLE;
+
 		nfrozen += jobs[i].frozen;
-		nidle_now += jobs[i].idle;
+		nidle_now += jobs[i].idle && whole;
+		nbatch_idle += jobs[i].idle && !whole;
 	}
 	o = snprintf(out, outlen,
-		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
 		     (unsigned long long) last.epoch, last.slot,
 		     (unsigned long long) table_gen,
 		     (unsigned long long) last.quantum_us, nm_cg_version(),
-		     njobs, nfrozen, nidle_now, (unsigned long long) nstrobes,
+		     njobs, nfrozen, nidle_now, nbatch_idle,
+		     (unsigned long long) nstrobes,
 		     (unsigned long long) nsubs,
 		     (unsigned long long) nfreeze, (unsigned long long) nthaw,
 		     (unsigned long long) nidle,
@@ -547,9 +744,11 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 					    last_strobe_ns) / 1000000));
 	for (int i = 0; i < njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s", jobs[i].job_id,
-			      jobs[i].fd < 0 ? "absent" :
+			      !present(&jobs[i]) ? "absent" :
+			      jobs[i].held ? "held" :
 			      jobs[i].frozen ? "frozen" :
-			      jobs[i].idle ? "idle" : "running",
+			      jobs[i].idle && jobs[i].how == STORM_GANG_SWITCH_IDLE ?
+			      "idle" : "running",
 			      jobs[i].mask == STORM_GANG_ALL_SLOTS ? "(alone)" : "");
 	pthread_mutex_unlock(&glock);
 	return 0;
@@ -624,6 +823,24 @@ static int set_mm_peer(nm_t *nm)
 	return 0;
 }
 
+/* Did Slurm suspend this job?  False when slurmctld cannot say: the
+ * caller then thaws it (fail open). */
+static bool slurm_suspended(uint32_t job_id)
+{
+	job_info_msg_t *msg = NULL;
+	bool suspended = false;
+
+	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
+		return false;
+	for (uint32_t i = 0; i < msg->record_count; i++)
+		if (msg->job_array[i].job_id == job_id &&
+		    (msg->job_array[i].job_state & JOB_STATE_BASE) ==
+		    JOB_SUSPENDED)
+			suspended = true;
+	slurm_free_job_info_msg(msg);
+	return suspended;
+}
+
 /*
  * glock inherits priority: the real-time switch must not wait behind an
  * ordinary-priority ctl thread that the jobs keep off the CPU.
@@ -666,7 +883,7 @@ static int gang_init(nm_t *nm)
 		return rc;
 	if ((rc = nm_cg_init(nm)))
 		return rc;
-	if ((n = nm_cg_thaw_orphans()))
+	if ((n = nm_cg_thaw_orphans(slurm_suspended)))
 		nm_info("gang: thawed %d job(s) an earlier node manager left frozen", n);
 	if ((n = nm_cg_idle_cleanup()))
 		nm_info("gang: %d job(s) an earlier node manager left idle-class run at normal priority again", n);
@@ -692,7 +909,6 @@ static int gang_init(nm_t *nm)
 	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
-	nm_cg_fini();
 	free(table_buf);
 	table_buf = NULL;
 	return rc;
@@ -717,7 +933,6 @@ static void gang_fini(nm_t *nm)
 	while (njobs)
 		drop_job(&jobs[0]);
 	(void) nm_cg_idle_cleanup();	/* and our cpu-controller directory */
-	nm_cg_fini();
 	pthread_mutex_unlock(&glock);
 	if (n)
 		nm_info("gang: thawed %d job(s) on exit", n);

@@ -129,14 +129,29 @@ def job_step_pids(cluster, jobid, node, step="0", uid=0):
 
 
 def job_freezer_state(cluster, jobid, node, uid=0):
-    """freezer.state of a job's cgroup on a node (host path), or None."""
+    """Where the node manager switches a job on a node (cgroup v1: its step
+    cgroups but the batch step): "FROZEN" or "THAWED" when all of them
+    are, "FREEZING" or "MIXED" in between, "THAWED" for a job with no step
+    yet, None once the job's cgroup is gone."""
+    job = os.path.join(cluster.cgroup_root("freezer"), "slurm_%s" % node,
+                       "uid_%d" % uid, "job_%d" % jobid)
+    states = set()
     try:
-        with open(os.path.join(cluster.cgroup_root("freezer"), "slurm_%s" % node,
-                               "uid_%d" % uid, "job_%d" % jobid,
-                               "freezer.state")) as f:
-            return f.read().strip()
+        for step in os.listdir(job):
+            if not step.startswith("step_") or step == "step_batch":
+                continue
+            try:
+                with open(os.path.join(job, step, "freezer.state")) as f:
+                    states.add(f.read().strip())
+            except OSError:
+                pass        # the step ended
     except OSError:
         return None
+    if not states:
+        return "THAWED"
+    if len(states) == 1:
+        return states.pop()
+    return "FREEZING" if "FREEZING" in states else "MIXED"
 
 
 def spinner_pids(cluster, jobid, nodes, timeout=60):

@@ -1,8 +1,9 @@
 /*
- * test_nm_cgroup.c - the node manager's stepd release (nm_cg_release_stepds)
- * against a real cgroup v1 freezer hierarchy: a slurmstepd leaves the
- * job's freezer cgroup, while a child it has forked (still named
- * slurmstepd before its exec) and any other process stay.
+ * test_nm_cgroup.c - the node manager's step-level switch (v1) against a
+ * real cgroup v1 freezer hierarchy laid out as proctrack/cgroup lays it
+ * out: the job's steps are found, one step freezes without its job or its
+ * batch step, and at start a frozen step is thawed unless Slurm suspended
+ * its job.
  *
  * Needs root and /sys/fs/cgroup/freezer; skipped (77) otherwise.
  */
@@ -25,7 +26,7 @@
 #define JOB_ID 7
 
 static char etc[] = "/tmp/storm-ut-cg.XXXXXX";
-static char node[32], uid_dir[512], job_dir[600];
+static char node[32], uid_dir[512], job_dir[600], step0[700], batch[700];
 
 static void write_file(const char *path, const char *text)
 {
@@ -45,25 +46,24 @@ static void join_cgroup(const char *dir, pid_t pid)
 	write_file(path, v);
 }
 
-/* The freezer cgroup pid is in, relative to the hierarchy's root. */
-static void freezer_of(pid_t pid, char *buf, size_t len)
+/* A cgroup's freezer.state, waiting out FREEZING (a frozen task must
+ * reach the refrigerator first). */
+static void state_of(const char *dir, char *buf, size_t len)
 {
-	char path[64], line[512];
-	FILE *fp;
+	char path[700];
 
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-	fp = fopen(path, "r");
-	ck_assert_ptr_nonnull(fp);
-	while (fgets(line, sizeof(line), fp)) {
-		char *p = strstr(line, ":freezer:");
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	for (int tries = 0; tries < 500; tries++) {
+		FILE *fp = fopen(path, "r");
 
-		if (p) {
-			snprintf(buf, len, "%s", p + strlen(":freezer:"));
-			buf[strcspn(buf, "\n")] = '\0';
-		}
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_ptr_nonnull(fgets(buf, (int) len, fp));
+		fclose(fp);
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strcmp(buf, "FREEZING"))
+			return;
+		usleep(10000);
 	}
-	fclose(fp);
 }
 
 /* A process named name that waits to be killed; with child, it first
@@ -121,41 +121,87 @@ static void setup(void)
 	ck_assert_int_eq(mkdir(uid_dir, 0755), 0);
 	snprintf(job_dir, sizeof(job_dir), "%s/job_%d", uid_dir, JOB_ID);
 	ck_assert_int_eq(mkdir(job_dir, 0755), 0);
+	snprintf(step0, sizeof(step0), "%s/step_0", job_dir);
+	ck_assert_int_eq(mkdir(step0, 0755), 0);
+	snprintf(batch, sizeof(batch), "%s/step_batch", job_dir);
+	ck_assert_int_eq(mkdir(batch, 0755), 0);
 }
 
-START_TEST(stepd_leaves_its_forked_task_stays)
+static int nfound, found_batch, found_step0;
+
+static void found(const char *name, void *arg)
 {
-	char where[256], want_job[256];
-	int task, dir_fd;
-	pid_t stepd, other;
+	(void) arg;
+	nfound++;
+	found_batch += !strcmp(name, "step_batch");
+	found_step0 += !strcmp(name, "step_0");
+}
+
+static bool suspended_yes(uint32_t job_id)
+{
+	return job_id == JOB_ID;
+}
+
+static bool suspended_no(uint32_t job_id)
+{
+	(void) job_id;
+	return false;
+}
+
+START_TEST(one_step_freezes_alone)
+{
+	char st[32];
+	int dir_fd, fd;
+	pid_t task, script, stepd;
 
 	setup();
-	stepd = spawn("slurmstepd", true, &task);
-	other = spawn("sleep", false, NULL);
+	task = spawn("task", false, NULL);
+	script = spawn("slurm_script", false, NULL);
+	stepd = spawn("slurmstepd", false, NULL);
+	join_cgroup(step0, task);
+	join_cgroup(batch, script);
 	join_cgroup(job_dir, stepd);
-	join_cgroup(job_dir, task);
-	join_cgroup(job_dir, other);
 
 	dir_fd = nm_cg_job_dir_open(JOB_ID, 0);
 	ck_assert_int_ge(dir_fd, 0);
-	ck_assert_int_eq(nm_cg_release_stepds(dir_fd, JOB_ID), 1);
-	close(dir_fd);
+	ck_assert_int_eq(nm_cg_job_steps(dir_fd, found, NULL), 2);
+	ck_assert_int_eq(nfound, 2);
+	ck_assert_int_eq(found_batch, 1);
+	ck_assert_int_eq(found_step0, 1);
 
-	snprintf(want_job, sizeof(want_job), "/slurm_%s/uid_0/job_%d", node,
-		 JOB_ID);
-	freezer_of(stepd, where, sizeof(where));
-	ck_assert_str_eq(where, "/");
-	freezer_of(task, where, sizeof(where));
-	ck_assert_str_eq(where, want_job);
-	freezer_of(other, where, sizeof(where));
-	ck_assert_str_eq(where, want_job);
+	fd = nm_cg_step_open(dir_fd, "step_0");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(nm_cg_write(fd, true), 0);
+	state_of(step0, st, sizeof(st));
+	ck_assert_str_eq(st, "FROZEN");
+	state_of(batch, st, sizeof(st));
+	ck_assert_str_eq(st, "THAWED");
+	state_of(job_dir, st, sizeof(st));
+	ck_assert_str_eq(st, "THAWED");
 
+	/* a node manager that died left step_0 frozen: a job Slurm
+	 * suspended keeps it so, any other job is thawed */
+	ck_assert_int_eq(nm_cg_thaw_orphans(suspended_yes), 0);
+	state_of(step0, st, sizeof(st));
+	ck_assert_str_eq(st, "FROZEN");
+	ck_assert_int_eq(nm_cg_thaw_orphans(suspended_no), 1);
+	state_of(step0, st, sizeof(st));
+	ck_assert_str_eq(st, "THAWED");
+	close(fd);
+
+	/* the job ends: its steps go, then its cgroup */
 	kill(task, SIGKILL);
+	kill(script, SIGKILL);
 	kill(stepd, SIGKILL);
-	kill(other, SIGKILL);
+	waitpid(task, NULL, 0);
+	waitpid(script, NULL, 0);
 	waitpid(stepd, NULL, 0);
-	waitpid(other, NULL, 0);
-	nm_cg_fini();
+	ck_assert_int_eq(rmdir(step0), 0);
+	ck_assert_int_eq(rmdir(batch), 0);
+	ck_assert_int_eq(nm_cg_job_steps(dir_fd, found, NULL), 0);
+	ck_assert_int_eq(rmdir(job_dir), 0);
+	ck_assert_int_lt(nm_cg_job_steps(dir_fd, found, NULL), 0);
+	close(dir_fd);
 }
 END_TEST
 
@@ -163,13 +209,17 @@ END_TEST
  * the forked test, pass or fail); a cgroup with members cannot go. */
 static void remove_cgroups(void)
 {
-	char path[3][400];
+	char path[5][400];
 
-	snprintf(path[0], sizeof(path[0]), FREEZER "/slurm_%s/uid_0/job_%d",
+	snprintf(path[0], sizeof(path[0]), FREEZER "/slurm_%s/uid_0/job_%d/step_0",
 		 node, JOB_ID);
-	snprintf(path[1], sizeof(path[1]), FREEZER "/slurm_%s/uid_0", node);
-	snprintf(path[2], sizeof(path[2]), FREEZER "/slurm_%s", node);
-	for (int i = 0; i < 3; i++) {
+	snprintf(path[1], sizeof(path[1]), FREEZER "/slurm_%s/uid_0/job_%d/step_batch",
+		 node, JOB_ID);
+	snprintf(path[2], sizeof(path[2]), FREEZER "/slurm_%s/uid_0/job_%d",
+		 node, JOB_ID);
+	snprintf(path[3], sizeof(path[3]), FREEZER "/slurm_%s/uid_0", node);
+	snprintf(path[4], sizeof(path[4]), FREEZER "/slurm_%s", node);
+	for (int i = 0; i < 5; i++) {
 		for (int tries = 0; rmdir(path[i]) && errno == EBUSY &&
 		     tries < 100; tries++)
 			usleep(10000);
@@ -179,7 +229,7 @@ static void remove_cgroups(void)
 int main(void)
 {
 	Suite *s = suite_create("nm_cgroup");
-	TCase *tc = tcase_create("release_stepds");
+	TCase *tc = tcase_create("steps");
 	SRunner *sr;
 	struct stat st;
 	int failed;
@@ -190,7 +240,7 @@ int main(void)
 		return 77;
 	}
 	snprintf(node, sizeof(node), "ut%d", (int) getpid());
-	tcase_add_test(tc, stepd_leaves_its_forked_task_stays);
+	tcase_add_test(tc, one_step_freezes_alone);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

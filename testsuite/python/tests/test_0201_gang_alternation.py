@@ -142,6 +142,45 @@ def test_one_strobe_for_several_quanta(gang4):
         c.wait_idle()
 
 
+def test_slurm_suspend_works_on_top(gang4):
+    """scontrol suspend stops a gang-scheduled job on every node: the node
+    managers leave it to Slurm's own freeze of its steps ("held"), the
+    other job then runs alone, never frozen; scontrol resume brings the
+    pair back to taking turns."""
+    c = gang4
+    a, b, pa, pb = _pair(c)
+    try:
+        c.run(["scontrol", "suspend", str(a)])
+        g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % a) == "held"
+                               for n in NODES), 30, "job A held on every node")
+        g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % b) == "running(alone)"
+                               for n in NODES), 30, "job B alone")
+        g.wait_for(lambda: all(g.job_freezer_state(c, a, n) == "FROZEN"
+                               for n in NODES), 30, "job A's steps frozen")
+        assert c.job_info(a)["JobState"] == "SUSPENDED"
+        freezes = {n: g.nm_gang(c, n)["freezes"] for n in NODES}
+        pids = {(n, "a"): pa[n] for n in NODES}
+        pids.update({(n, "b"): pb[n] for n in NODES})
+        got, wall = g.cpu_deltas(pids, 25 * Q_MS / 1000.0)
+        for n in NODES:
+            assert got[(n, "a")] == 0, (n, got)
+            assert got[(n, "b")] > 0.1 * wall, (n, got)
+            assert g.nm_gang(c, n)["freezes"] == freezes[n], n
+            assert g.job_freezer_state(c, a, n) == "FROZEN", n
+
+        c.run(["scontrol", "resume", str(a)])
+        g.wait_for(lambda: c.job_info(a)["JobState"] == "RUNNING", 30, "A resumed")
+        g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "two slots again")
+        share, both = _alternate(pa, pb, Q_MS, 0.1)
+        print("after resume: share of job A %.4f; per-node overlap %s" % (share, both))
+    finally:
+        c.run(["scontrol", "resume", str(a)], check=False)
+        c.run(["scancel", str(a), str(b)], check=False)
+        for j in (a, b):
+            c.wait_job(j, timeout=60)
+        c.wait_idle()
+
+
 def test_stormctl_show_prints_the_matrix(gang4):
     c = gang4
     a, b, _, _ = _pair(c)

@@ -1,10 +1,15 @@
-"""Gang scheduling freezes a job's tasks, not its slurmstepds.
+"""Gang scheduling freezes a job's tasks, not its slurmstepds nor its
+batch script.
 
 Slurm (proctrack/cgroup, cgroup v1) keeps each slurmstepd in the job's
 freezer cgroup and the tasks in the step's.  The node manager freezes the
-job level, so it moves the stepds out first; otherwise everything that
-talks to a stepd (sstat, a new step's launch, signals) waits for the job's
-slot, and with long quanta sstat fails with "Socket timed out".
+step cgroups, not the job's, so the stepds keep running; otherwise
+everything that talks to a stepd (sstat, a new step's launch, signals)
+would wait for the job's slot, and with long quanta sstat failed with
+"Socket timed out".  The batch step is not frozen but made idle-class
+(freezing its sleeping shell and srun woke them at every switch).  A step
+started while its job is frozen is frozen too, at the node manager's next
+look (100 ms).
 
 Long quanta (20 s) make "the job stayed frozen the whole time" checkable
 from the node manager's epoch: no timing is asserted.
@@ -95,6 +100,33 @@ def _wait_frozen(c, jobid, node):
         raise AssertionError("%s; tasks: %r" % (e, tasks)) from None
 
 
+def _cgroup_state(pid):
+    """freezer.state of the freezer cgroup pid is in."""
+    with open("/sys/fs/cgroup/freezer%s/freezer.state" % _freezer_cgroup(pid)) as f:
+        return f.read().strip()
+
+
+def _batch_script(c, jobid, node):
+    """The pid of a job's batch script (the shell in its batch step)."""
+    procs = os.path.join(c.cgroup_root("freezer"), "slurm_%s" % node, "uid_0",
+                         "job_%d" % jobid, "step_batch", "cgroup.procs")
+    for p in open(procs).read().split():
+        if open("/proc/%s/comm" % p).read().strip() == "slurm_script":
+            return int(p)
+    raise AssertionError("no slurm_script in %s" % procs)
+
+
+def _cpu_idle(pid):
+    """cpu.idle of the cpu cgroup pid is in (cgroup v1)."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctrl, path = line.rstrip("\n").split(":", 2)
+            if "cpu" in ctrl.split(","):
+                with open("/sys/fs/cgroup/%s%s/cpu.idle" % (ctrl, path)) as i:
+                    return i.read().strip()
+    return None
+
+
 def _is_main_stepd(pid, jobid):
     """A step's own slurmstepd, not the fork that becomes its task: the
     latter sits in the step's cgroup and is frozen with the tasks."""
@@ -111,15 +143,20 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
         epoch = g.nm_gang(c, "node1")["epoch"]
         _wait_frozen(c, fz, "node1")
 
-        # the job's tasks are frozen, its stepds are not, and no stepd is
-        # left in the job's freezer cgroup itself
+        # the job's tasks are frozen, its stepds are not
         stepds = {p: s for p, s in _stepds(fz).items()
                   if _is_main_stepd(p, fz)}
         assert {"%d.batch" % fz, "%d.0" % fz} <= set(stepds.values()), stepds
         for p, s in stepds.items():
             assert _state(p) != "D" or "refrigerator" not in open(
                 "/proc/%d/wchan" % p).read(), (p, s)
-            assert not _freezer_cgroup(p).endswith("/job_%d" % fz), (p, s)
+            assert _cgroup_state(p) == "THAWED", (p, s)
+
+        # nor is its batch script: that is idle-class, in the node
+        # manager's cpu cgroup of the job
+        script = _batch_script(c, fz, "node1")
+        assert _cgroup_state(script) == "THAWED", script
+        assert _cpu_idle(script) == "1", script
 
         # sstat reaches the frozen job's step through its stepd
         r = c.run(["sstat", "-n", "-P", "-j", "%d.batch" % fz, "-o", "JobID"],
@@ -128,16 +165,19 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
             r.stdout, r.stderr)
 
         # a step started in the frozen job gets a stepd that answers
-        # sstat; its task waits for the job's slot
+        # sstat; its task is frozen with the job's other steps
         step = subprocess.Popen(
             ["srun", "--jobid=%d" % fz, "--overlap", "-w", "node1", "-N1",
              "-n1", "sleep", "300"], env=c.env, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         g.wait_for(lambda: any(s == "%d.1" % fz and _is_main_stepd(p, fz)
-                               and not _freezer_cgroup(p).endswith(
-                                   "/job_%d" % fz)
                                for p, s in _stepds(fz).items()),
-                   30, "step %d.1's slurmstepd out of the job's cgroup" % fz)
+                   30, "step %d.1's slurmstepd" % fz)
+        step1 = os.path.join(c.cgroup_root("freezer"), "slurm_node1", "uid_0",
+                             "job_%d" % fz, "step_1", "freezer.state")
+        g.wait_for(lambda: os.path.exists(step1) and
+                   open(step1).read().strip() == "FROZEN",
+                   30, "step %d.1 frozen with its job" % fz)
         r = c.run(["sstat", "-n", "-P", "-j", "%d.1" % fz, "-o", "JobID"],
                   check=False, timeout=60)
         assert r.returncode == 0 and "%d.1" % fz in r.stdout, (

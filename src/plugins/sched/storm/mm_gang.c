@@ -34,9 +34,9 @@
  * is sent to the NMs as one slot mask per job (storm_gang.h).
  *
  * Slurm keeps the jobs RUNNING: nothing here calls job_suspend().  Jobs
- * Slurm suspended itself (scontrol suspend) are not RUNNING, so they leave
- * the table and the NMs drop their job-level freeze; Slurm's own
- * step-level freeze keeps them stopped.
+ * Slurm suspended itself (scontrol suspend) stay in the table, held: no
+ * slot, and the NMs leave them to Slurm's own freeze of their steps (see
+ * nm_cgroup.c for why the NMs must be told).
  *
  * After a slurmctld restart the thread starts again from Slurm's job
  * state; its epochs start at the wall clock in microseconds, so they are
@@ -137,6 +137,7 @@ typedef struct mm_job {
 	int slot;
 	uint32_t mask;
 	bool gang;		/* switched: Policy=gang or flexible */
+	bool held;		/* suspended by Slurm: no slot, not switched */
 	uint32_t how;		/* STORM_GANG_SWITCH_*: freeze or idle */
 	bool seen;
 	bool seen_policy;	/* how and gang were set */
@@ -179,7 +180,8 @@ static uint64_t epoch, gen, mm_id;
 static storm_gang_table_t *table;
 static size_t table_len;
 static bool table_dirty;
-static uint64_t jobs_left;		/* jobs rebuild() saw end */
+static uint64_t jobs_left;		/* jobs rebuild() saw end or suspend:
+					 * the nodes get the table at once */
 static uint64_t stat_strobe_us, stat_caw_us, stat_period_us, stat_late;
 static uint64_t nquanta;
 static bool last_heartbeat;	/* the last strobe was a heartbeat only */
@@ -310,6 +312,12 @@ static void live_set(storm_set_t *s)
 			storm_set_add(s, i);
 }
 
+/* Takes a slot: a gang or flexible job that Slurm has not suspended. */
+static bool switched(const mm_job_t *j)
+{
+	return j->gang && !j->held;
+}
+
 /* ------------------------------------------------------------ matrix */
 
 static mm_job_t *find_job(uint32_t id)
@@ -329,7 +337,7 @@ static void drop_job(int i)
 static bool slot_conflict(const mm_job_t *j, int slot)
 {
 	for (int k = 0; k < njobs; k++)
-		if (&jobs[k] != j && jobs[k].gang && jobs[k].slot == slot &&
+		if (&jobs[k] != j && switched(&jobs[k]) && jobs[k].slot == slot &&
 		    bit_overlap_any(jobs[k].nodes, j->nodes))
 			return true;
 	return false;
@@ -382,7 +390,8 @@ static bool rebuild(void)
 			mm_job_t *j;
 			const char *part;
 
-			if (!IS_JOB_RUNNING(jp) || !jp->node_bitmap)
+			if (!(IS_JOB_RUNNING(jp) || IS_JOB_SUSPENDED(jp)) ||
+			    !jp->node_bitmap)
 				continue;
 			j = find_job(jp->job_id);
 			if (!j) {
@@ -408,6 +417,13 @@ static bool rebuild(void)
 			part = jp->part_ptr ? jp->part_ptr->name : NULL;
 			if (apply_policy(j, storm_conf_part_policy(&gconf, part)))
 				changed = true;
+			if (j->held != IS_JOB_SUSPENDED(jp)) {
+				j->held = !j->held;
+				j->slot = -1;	/* a resumed job takes a new one */
+				if (j->held)
+					jobs_left++;
+				changed = true;
+			}
 			j->seen = true;
 		}
 		list_iterator_destroy(it);
@@ -432,7 +448,7 @@ static bool rebuild(void)
 	for (int i = 0; i < njobs; i++) {
 		mm_job_t *j = &jobs[i];
 
-		if (!j->gang) {
+		if (!switched(j)) {
 			j->slot = -1;
 			continue;
 		}
@@ -455,30 +471,30 @@ static bool rebuild(void)
 	}
 	/* Compact: slots left empty by ended jobs disappear. */
 	for (int i = 0; i < njobs; i++)
-		if (jobs[i].gang)
+		if (switched(&jobs[i]))
 			used[jobs[i].slot] = 1;
 	nslots = 0;
 	for (int s = 0; s < MM_MAX_SLOTS; s++)
 		remap[s] = used[s] ? nslots++ : -1;
 	for (int i = 0; i < njobs; i++)
-		if (jobs[i].gang)
+		if (switched(&jobs[i]))
 			jobs[i].slot = remap[jobs[i].slot];
 	if (cur_slot >= nslots)
 		cur_slot = 0;
 
 	/* Masks: own slot, plus every slot it can fill without a clash. */
 	for (int i = 0; i < njobs; i++)
-		jobs[i].mask = jobs[i].gang ? 1u << jobs[i].slot :
+		jobs[i].mask = switched(&jobs[i]) ? 1u << jobs[i].slot :
 					      STORM_GANG_ALL_SLOTS;
 	for (int t = 0; t < nslots; t++) {
 		for (int i = 0; i < njobs; i++) {
 			mm_job_t *j = &jobs[i];
 			bool clash = false;
 
-			if (!j->gang || j->slot == t)
+			if (!switched(j) || j->slot == t)
 				continue;
 			for (int k = 0; k < njobs && !clash; k++) {
-				if (k == i || !jobs[k].gang ||
+				if (k == i || !switched(&jobs[k]) ||
 				    !(jobs[k].mask & (1u << t)))
 					continue;
 				clash = bit_overlap_any(jobs[k].nodes, j->nodes);
@@ -492,7 +508,7 @@ static bool rebuild(void)
 		uint32_t all = nslots >= 32 ? STORM_GANG_ALL_SLOTS :
 					      (1u << nslots) - 1;
 
-		if (jobs[i].gang && (jobs[i].mask & all) == all)
+		if (switched(&jobs[i]) && (jobs[i].mask & all) == all)
 			jobs[i].mask = STORM_GANG_ALL_SLOTS;
 	}
 	return true;
@@ -508,9 +524,10 @@ static void build_table(void)
 	for (int i = 0; i < n; i++) {
 		t->jobs[i].job_id = jobs[i].job_id;
 		t->jobs[i].uid = jobs[i].uid;
-		t->jobs[i].slot_mask = jobs[i].mask;
+		t->jobs[i].slot_mask = jobs[i].held ? 0 : jobs[i].mask;
 		t->jobs[i].nslots = nslots;
-		t->jobs[i].how = jobs[i].how;
+		t->jobs[i].how = jobs[i].held ? STORM_GANG_SWITCH_HOLD :
+						jobs[i].how;
 	}
 	t->magic = STORM_GANG_MAGIC;
 	t->njobs = n;
@@ -677,9 +694,9 @@ static void write_status(void)
 				storm_set_add(&s, k);
 		storm_set_format(&s, set, sizeof(set));
 		xstrfmtcat(buf, "job %u slot=%d mask=0x%x nodes=%s policy=%s\n",
-			   jobs[i].job_id, jobs[i].gang ? jobs[i].slot : -1,
+			   jobs[i].job_id, switched(&jobs[i]) ? jobs[i].slot : -1,
 			   jobs[i].mask, set,
-			   !jobs[i].gang ? "local" :
+			   jobs[i].held ? "held" : !jobs[i].gang ? "local" :
 			   jobs[i].how == STORM_GANG_SWITCH_IDLE ? "flexible" :
 								  "gang");
 	}
