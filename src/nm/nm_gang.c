@@ -453,8 +453,9 @@ static void hold(gjob_t *j)
 		set_frozen(j, false);
 	}
 	j->held = true;
-	nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
-		j->job_id);
+	if (present(j))
+		nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
+			j->job_id);
 }
 
 /* Resumed by Slurm: its cgroups are written afresh at the next switch
@@ -464,6 +465,8 @@ static void unhold(gjob_t *j)
 	if (!j->held)
 		return;
 	j->held = false;
+	if (!present(j))
+		return;
 	j->frozen = true;
 	j->stale = true;
 	nm_info("gang: job %u resumed by Slurm: switched again", j->job_id);
