@@ -77,7 +77,7 @@ def test_two_jobs_alternate_and_share_fairly(gang4):
         # Slurm still sees two RUNNING jobs: no job_suspend was involved
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"
-        # the NMs switch through the job-level freezer and ack every strobe
+        # the NMs switch through the freezer and ack every strobe
         for n in NODES:
             st = g.nm_gang(c, n)
             assert st["failsafe"] == "no"
