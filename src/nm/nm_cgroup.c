@@ -244,13 +244,12 @@ extern int nm_cg_step_open(int dir_fd, const char *step)
 }
 
 /* Thaw path's cgroup if it is self-frozen; true if it was. */
-static bool thaw_self_frozen(const char *path)
+/* Is path's cgroup frozen by a write to it (not through an ancestor)? */
+static bool self_frozen(const char *path)
 {
 	const char *self = cg_version == 1 ? "freezer.self_freezing" :
 					     "cgroup.freeze";
-	const char *ctl = cg_version == 1 ? "freezer.state" : "cgroup.freeze";
 	char file[4200], v[32] = "";
-	bool thawed = false;
 	ssize_t n;
 	int fd;
 
@@ -259,7 +258,17 @@ static bool thaw_self_frozen(const char *path)
 		return false;
 	n = read(fd, v, sizeof(v) - 1);
 	close(fd);
-	if (n <= 0 || v[0] != '1')
+	return n > 0 && v[0] == '1';
+}
+
+static bool thaw_self_frozen(const char *path)
+{
+	const char *ctl = cg_version == 1 ? "freezer.state" : "cgroup.freeze";
+	char file[4200];
+	bool thawed = false;
+	int fd;
+
+	if (!self_frozen(path))
 		return false;
 	snprintf(file, sizeof(file), "%s/%s", path, ctl);
 	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) < 0)
@@ -299,7 +308,7 @@ extern int nm_cg_thaw_orphans(bool (*suspended)(uint32_t job_id))
 		const char *job = strrchr(g.gl_pathv[i], '/') + 1;
 		char spat[4200];
 		glob_t sg;
-		int frozen_steps = 0;
+		bool frozen_steps = false;
 
 		thawed += thaw_self_frozen(g.gl_pathv[i]);
 		if (cg_version != 1)
@@ -307,19 +316,8 @@ extern int nm_cg_thaw_orphans(bool (*suspended)(uint32_t job_id))
 		snprintf(spat, sizeof(spat), "%s/step_*", g.gl_pathv[i]);
 		if (glob(spat, GLOB_ONLYDIR, NULL, &sg))
 			continue;
-		for (size_t k = 0; k < sg.gl_pathc && !frozen_steps; k++) {
-			char f[4300], v[8] = "";
-			ssize_t n;
-			int fd;
-
-			snprintf(f, sizeof(f), "%s/freezer.self_freezing",
-				 sg.gl_pathv[k]);
-			if ((fd = open(f, O_RDONLY | O_CLOEXEC)) < 0)
-				continue;
-			n = read(fd, v, sizeof(v) - 1);
-			close(fd);
-			frozen_steps = n > 0 && v[0] == '1';
-		}
+		for (size_t k = 0; k < sg.gl_pathc && !frozen_steps; k++)
+			frozen_steps = self_frozen(sg.gl_pathv[k]);
 		if (frozen_steps &&
 		    !suspended((uint32_t) strtoul(job + 4, NULL, 10)))
 			for (size_t k = 0; k < sg.gl_pathc; k++)
