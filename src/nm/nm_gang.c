@@ -80,7 +80,9 @@
  * at 20 ms quanta, and a directory read is the same kind of work. */
 #define NM_GANG_SCAN_MS 100
 #define NM_GANG_SCAN_NS (NM_GANG_SCAN_MS * 1000000ULL)
-#define NM_GANG_TRACE 512
+/* The switch trace (gang-trace): 8 s of switches at 2 ms quanta, so
+ * the benchmark's reader, once a second, never loses any to the ring. */
+#define NM_GANG_TRACE 4096
 
 /* A step cgroup of a job (v1). */
 typedef struct gstep {
@@ -111,9 +113,10 @@ typedef struct gjob {
 	uint64_t retry_ns;	/* look for its cgroup again after this */
 } gjob_t;
 
+/* One switch: a strobe's (q 0) or the q-th one timed after it. */
 typedef struct trace {
 	uint64_t epoch, sent_ns, recv_ns, done_ns;
-	uint32_t slot, nfrozen;
+	uint32_t q, slot, nfrozen;
 } trace_t;
 
 static nm_t *gnm;
@@ -139,7 +142,7 @@ static uint64_t ring_n;
 static void *table_buf;			/* private copy of the table */
 /* The rest of a strobe that covers several quanta (under glock): sub_left
  * more switches, the next at sub_due_ns (CLOCK_MONOTONIC). */
-static uint32_t sub_left, sub_nslots;
+static uint32_t sub_left, sub_nslots, sub_total;
 static uint64_t sub_due_ns, sub_q_ns, nsubs;
 
 static uint64_t now_ns(clockid_t clk)
@@ -562,6 +565,19 @@ static uint32_t apply(uint32_t slot)
 	return nfrozen;
 }
 
+/* Switch to slot and record it in the trace ring.  Called with glock
+ * held. */
+static void traced_apply(uint64_t epoch, uint32_t q, uint32_t slot,
+			 uint64_t sent_ns, uint64_t recv_ns)
+{
+	trace_t *t = &ring[ring_n++ % NM_GANG_TRACE];
+
+	*t = (trace_t) { .epoch = epoch, .q = q, .slot = slot,
+			 .sent_ns = sent_ns, .recv_ns = recv_ns };
+	t->nfrozen = apply(slot);
+	t->done_ns = now_ns(CLOCK_REALTIME);
+}
+
 /*
  * A strobe, handled where it arrives: the library calls this on the
  * fabric's real-time progress thread when a transfer commits (the strobe:
@@ -577,7 +593,6 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	uint64_t recv_ns = now_ns(CLOCK_REALTIME);
 	uint64_t recv_mono = now_ns(CLOCK_MONOTONIC);
 	storm_gang_strobe_t s;
-	trace_t *t;
 
 	(void) arg;
 	if (offset != STORM_GANG_STROBE_OFF || len != sizeof(s) ||
@@ -598,17 +613,14 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	}
 	if (s.table_gen != table_gen)
 		load_table(s.table_gen);
-	t = &ring[ring_n++ % NM_GANG_TRACE];
-	*t = (trace_t) { .epoch = s.epoch, .sent_ns = s.sent_ns,
-			 .recv_ns = recv_ns, .slot = s.slot };
-	t->nfrozen = apply(s.slot);
-	t->done_ns = now_ns(CLOCK_REALTIME);
+	traced_apply(s.epoch, 0, s.slot, s.sent_ns, recv_ns);
 	last = s;
 	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
 	nstrobes++;
 	sub_left = 0;
 	if (s.nquanta > 1 && s.nslots > 1 && s.quantum_us) {
 		sub_left = s.nquanta - 1;
+		sub_total = s.nquanta;
 		sub_nslots = s.nslots;
 		sub_q_ns = s.quantum_us * 1000ULL;
 		sub_due_ns = recv_mono + s.next_in_us * 1000ULL;
@@ -677,7 +689,8 @@ static void sub_switch(uint64_t now)
 	last.slot = (last.slot + k) % sub_nslots;
 	sub_left -= k;
 	sub_due_ns += (uint64_t) k * sub_q_ns;
-	apply(last.slot);
+	traced_apply(last.epoch, sub_total - 1 - sub_left, last.slot,
+		     last.sent_ns, now_ns(CLOCK_REALTIME));
 	nsubs++;
 }
 
@@ -758,21 +771,30 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	return 0;
 }
 
-/* "gang-trace [SINCE]": epoch:slot:sent:recv:done (ns, CLOCK_REALTIME)
- * of the strobes applied after epoch SINCE, oldest first, as many as fit.
- * The ring is copied out under glock and formatted after: glock is what
- * the next strobe waits for. */
+/* "gang-trace [SINCE [Q]]": epoch:slot:sent:recv:done:q (ns,
+ * CLOCK_REALTIME) of the switches after switch Q of strobe SINCE, oldest
+ * first, as many as fit; q is 0 for a strobe's own switch and k for the
+ * k-th switch this node timed after it (StrobeInterval).  The ring is
+ * copied out under glock and formatted after: glock is what the next
+ * switch waits for. */
 static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     size_t outlen)
 {
-	unsigned long long since = args && *args ? strtoull(args, NULL, 10) : 0;
-	trace_t *copy = malloc(sizeof(ring));
+	unsigned long long since = 0, since_q = 0;
+	trace_t *copy;
 	uint64_t first, n;
 	size_t o = 0;
 
 	out[0] = '\0';
-	if (!copy)
+	if (args && *args &&
+	    sscanf(args, "%llu %llu", &since, &since_q) < 1) {
+		snprintf(out, outlen, "usage: gang-trace [SINCE [Q]]");
+		return -EINVAL;
+	}
+	if (!(copy = malloc(sizeof(ring)))) {
+		snprintf(out, outlen, "out of memory");
 		return -ENOMEM;
+	}
 	pthread_mutex_lock(&glock);
 	n = ring_n;
 	memcpy(copy, ring, sizeof(ring));
@@ -782,13 +804,13 @@ static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		const trace_t *t = &copy[i % NM_GANG_TRACE];
 		int k;
 
-		if (t->epoch <= since)
+		if (t->epoch < since || (t->epoch == since && t->q <= since_q))
 			continue;
-		k = snprintf(out + o, outlen - o, "%s%llu:%u:%llu:%llu:%llu",
+		k = snprintf(out + o, outlen - o, "%s%llu:%u:%llu:%llu:%llu:%u",
 			     o ? " " : "", (unsigned long long) t->epoch,
 			     t->slot, (unsigned long long) t->sent_ns,
 			     (unsigned long long) t->recv_ns,
-			     (unsigned long long) t->done_ns);
+			     (unsigned long long) t->done_ns, t->q);
 		if (k < 0 || (size_t) k >= outlen - o) {
 			out[o] = '\0';
 			break;

@@ -26,13 +26,17 @@ def nm_gang(cluster, node):
     return dict(w.split("=", 1) for w in reply[3:].split())
 
 
-def nm_trace(cluster, node, since=0):
-    """[(epoch, slot, sent_ns, recv_ns, done_ns)] applied after `since`."""
-    reply = nm_request(cluster, node, "gang-trace %d" % since)
+def nm_trace(cluster, node, since=(0, 0)):
+    """[(epoch, q, slot, sent_ns, recv_ns, done_ns)] of the switches after
+    switch `since` = (epoch, q): q 0 is a strobe's own switch, q k the k-th
+    one the node timed after it (StrobeInterval)."""
+    reply = nm_request(cluster, node, "gang-trace %d %d" % since)
+    if not reply.startswith("ok"):
+        raise RuntimeError("NM of %s: %s" % (node, reply))
     out = []
     for w in reply[3:].split():
-        e, s, a, b, c = w.split(":")
-        out.append((int(e), int(s), int(a), int(b), int(c)))
+        e, s, a, b, c, q = w.split(":")
+        out.append((int(e), int(q), int(s), int(a), int(b), int(c)))
     return out
 
 

@@ -124,6 +124,19 @@ def test_one_strobe_for_several_quanta(gang4):
             assert d["freezes"] >= 150, (n, d)
             assert d["timed_switches"] >= 5 * d["strobes"], (n, d)
             assert after[n]["failsafe"] == "no", after[n]
+        # the switches each node timed are in its trace, and for each one
+        # (strobe epoch, quantum q after it) every node chose the same slot
+        traces = {n: {(e, q): slot for e, q, slot, *_ in
+                      g.nm_trace(c, n, (int(before[n]["epoch"]), 0))}
+                  for n in NODES}
+        common = set.intersection(*(set(t) for t in traces.values()))
+        timed = [k for k in common if k[1] > 0]
+        assert len(timed) >= 5 * len([k for k in common if k[1] == 0]) > 0, \
+            {n: len(t) for n, t in traces.items()}
+        assert max(k[1] for k in timed) == per - 1, sorted(timed)[-per:]
+        for k in common:
+            assert len({traces[n][k] for n in NODES}) == 1, \
+                (k, {n: traces[n][k] for n in NODES})
         print("one strobe per %d quanta: share of job A %.4f; per-node overlap %s"
               % (per, share, both))
         assert abs(share - 0.5) <= 0.025, share

@@ -1022,6 +1022,7 @@ static void *mm_main(void *arg)
 	uint64_t last_ack_probe = 0;
 	uint64_t last_start = 0;
 	uint32_t last_span = 1;
+	bool last_switching = false;
 	int rr = 0;
 
 	mm_id = now_ns(CLOCK_REALTIME) / 1000;
@@ -1143,10 +1144,17 @@ static void *mm_main(void *arg)
 					node_acked(i);
 		t1 = now_ns(CLOCK_MONOTONIC);
 		ewma(&stat_strobe_us, (t1 - t0) / 1000);
-		if (last_start)	/* per quantum, whatever the span */
+		/* per quantum, whatever the span; the average starts over
+		 * when switching starts or stops (the idle heartbeat's 50 ms
+		 * took 25 strobes of a 2 ms / 200 ms StrobeInterval to fade
+		 * from it: stormctl read 4.7 ms) */
+		if ((nslots > 1) != last_switching)
+			stat_period_us = 0;
+		else if (last_start)
 			ewma(&stat_period_us, (t0 - last_start) / 1000 / last_span);
 		last_start = t0;
 		last_span = span;
+		last_switching = nslots > 1;
 		nquanta += span;	/* quanta, not strobes */
 		status_if_due(t1, &last_status);
 
