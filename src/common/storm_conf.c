@@ -100,6 +100,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->bcast_port_lo = conf->bcast_port_hi = 7200;
 	conf->ctl_port = 7099;
 	conf->failsafe_us = 1000000;
+	conf->strobe_interval_auto = true;
 	conf->suspect_quanta = 50;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
@@ -382,6 +383,22 @@ static int tokenize(char *line, char **keys_out, char **vals_out, int max,
 	return n;
 }
 
+/* StrobeInterval=auto (storm_conf.h): never an interval the consistency
+ * checks refuse. */
+static uint64_t auto_strobe_interval(const storm_conf_t *c)
+{
+	uint64_t q = c->timeslice_us, si = STORM_CONF_AUTO_STROBE_US;
+
+	if (!q || q >= STORM_CONF_AUTO_STROBE_FROM_US)
+		return 0;
+	if (si > c->failsafe_us / 2)
+		si = c->failsafe_us / 2;
+	if (si > q * STORM_CONF_MAX_QUANTA_PER_STROBE)
+		si = q * STORM_CONF_MAX_QUANTA_PER_STROBE;
+	si -= si % q;
+	return si >= 2 * q ? si : 0;
+}
+
 static int check_consistency(const storm_conf_t *c, const char *name,
 			     char *errbuf, size_t errlen)
 {
@@ -501,10 +518,18 @@ extern int storm_conf_parse(const char *name, const char *text,
 				return set_err(errbuf, errlen,
 					       "%s: key '%s' given twice",
 					       loc, def->name);
+			if (def->off == F(strobe_interval_us)) {
+				conf.strobe_interval_auto =
+					!strcasecmp(v[i], "auto");
+				if (conf.strobe_interval_auto)
+					continue;
+			}
 			if (apply_key(&conf, def, v[i], loc, errbuf, errlen))
 				return -1;
 		}
 	}
+	if (conf.strobe_interval_auto)
+		conf.strobe_interval_us = auto_strobe_interval(&conf);
 	if (!seen[find_key("BcastPort") - keys]) {
 		if (conf.port_hi + 100 > 65535)
 			return set_err(errbuf, errlen,
@@ -613,12 +638,20 @@ extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 
 extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 {
+	char si[96];
 	int n;
+
+	/* auto stays auto (the output parses back), with what it chose */
+	if (c->strobe_interval_auto)
+		snprintf(si, sizeof(si), "auto\n# StrobeInterval=auto: %" PRIu64 "us at this Timeslice",
+			 c->strobe_interval_us);
+	else
+		snprintf(si, sizeof(si), "%" PRIu64 "us", c->strobe_interval_us);
 
 	n = snprintf(buf, len,
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
-		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%" PRIu64 "us\n"
+		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\n"
@@ -627,8 +660,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
 		     c->bcast_port_hi, c->ctl_port,
-		     c->failsafe_us, c->strobe_interval_us,
-		     c->suspect_quanta, c->timeout_us,
+		     c->failsafe_us, si, c->suspect_quanta, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->chunk_bytes, c->window,

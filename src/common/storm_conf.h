@@ -48,6 +48,8 @@ typedef struct {
 	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */
 	uint64_t strobe_interval_us;	/* StrobeInterval= one strobe covers
 					 * this many us of quanta (0: each) */
+	bool strobe_interval_auto;	/* StrobeInterval=auto (the default):
+					 * the above chosen from Timeslice */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
@@ -107,6 +109,13 @@ extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 
 /* Quanta one strobe covers: StrobeInterval / Timeslice, at least 1. */
 #define STORM_CONF_MAX_QUANTA_PER_STROBE 1000
+/* StrobeInterval=auto: a strobe every quantum from this Timeslice up, and
+ * below it one strobe per STORM_CONF_AUTO_STROBE_US of quanta (at most
+ * half of FailSafe, whole quanta).  doc/bench/gang.json on the 2-core
+ * reference host: with a strobe every quantum 20 ms is at the 2% line and
+ * 2 ms loses 8-11%; with a strobe per 200 ms, 2 ms loses 1.0-1.4%. */
+#define STORM_CONF_AUTO_STROBE_FROM_US 20000ULL
+#define STORM_CONF_AUTO_STROBE_US 200000ULL
 extern uint32_t storm_conf_quanta_per_strobe(const storm_conf_t *conf);
 
 /* Parse "2ms", "500us", "1.5s", "300" (microseconds) into *us. */

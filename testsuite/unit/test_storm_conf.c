@@ -146,7 +146,9 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "p"), 4);
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, "other"), 3);
 	ck_assert_uint_eq(storm_conf_part_max_mpl(&conf, NULL), 3);
-	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
+	/* StrobeInterval=auto: half of FailSafe in whole quanta, 9.9 ms */
+	ck_assert_uint_eq(conf.strobe_interval_us, 9900);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 33);
 	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=45ms\n"), 0);
 	ck_assert_uint_eq(conf.strobe_interval_us, 45000);
 	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 22);
@@ -154,6 +156,34 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
+}
+END_TEST
+
+START_TEST(strobe_interval_auto)
+{
+	/* the default: a strobe every quantum from 20 ms up */
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert(conf.strobe_interval_auto);
+	ck_assert_uint_eq(conf.strobe_interval_us, 0);
+	/* below, one strobe per 200 ms of whole quanta */
+	ck_assert_int_eq(parse("Timeslice=2ms\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 200000);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 100);
+	ck_assert_int_eq(parse("Timeslice=19ms StrobeInterval=auto\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 190000);
+	/* no more than half of FailSafe, nor 1000 quanta */
+	ck_assert_int_eq(parse("Timeslice=2ms FailSafe=100ms\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 50000);
+	ck_assert_int_eq(parse("Timeslice=150us\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 150000);
+	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1000);
+	/* and none when FailSafe leaves no room for two quanta */
+	ck_assert_int_eq(parse("Timeslice=10ms FailSafe=30ms\n"), 0);
+	ck_assert_uint_eq(conf.strobe_interval_us, 0);
+	/* an explicit value wins, 0 included */
+	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=0\n"), 0);
+	ck_assert(!conf.strobe_interval_auto);
+	ck_assert_uint_eq(conf.strobe_interval_us, 0);
 }
 END_TEST
 
@@ -229,7 +259,12 @@ START_TEST(format_round_trip_values)
 	ck_assert_ptr_nonnull(strstr(out, "ControllerPort=7099\n"));
 	ck_assert_ptr_nonnull(strstr(out, "BcastPort=7200-7200\n"));
 	ck_assert_ptr_nonnull(strstr(out, "PartitionName=q Policy=local MaxMPL=2\n"));
+	/* auto is printed as auto (a line that parses), with its value */
+	ck_assert_ptr_nonnull(strstr(out, "StrobeInterval=auto\n# StrobeInterval=auto: 198000us"));
 	ck_assert_int_eq(storm_conf_format(&conf, out, 10), -1);
+	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=0\n"), 0);
+	ck_assert_int_gt(storm_conf_format(&conf, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "StrobeInterval=0us\n"));
 }
 END_TEST
 
@@ -246,6 +281,7 @@ int main(void)
 	tcase_add_loop_test(tc, bad_input_names_line_and_key, 0,
 			    sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, gang_keys);
+	tcase_add_test(tc, strobe_interval_auto);
 	tcase_add_test(tc, bcast_port_default_and_explicit);
 	tcase_add_test(tc, load_files);
 	tcase_add_test(tc, conf_path);
