@@ -243,7 +243,6 @@ extern int nm_cg_step_open(int dir_fd, const char *step)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Thaw path's cgroup if it is self-frozen; true if it was. */
 /* Is path's cgroup frozen by a write to it (not through an ancestor)? */
 static bool self_frozen(const char *path)
 {
@@ -261,6 +260,7 @@ static bool self_frozen(const char *path)
 	return n > 0 && v[0] == '1';
 }
 
+/* Thaw path's cgroup if it is self-frozen; true if it was. */
 static bool thaw_self_frozen(const char *path)
 {
 	const char *ctl = cg_version == 1 ? "freezer.state" : "cgroup.freeze";
@@ -294,15 +294,24 @@ extern int nm_cg_thaw_orphans(bool (*suspended)(uint32_t job_id))
 {
 	char pat[2048];
 	glob_t g;
-	int thawed = 0;
+	int thawed = 0, rc;
 
+	/* v2: this node's scope only (job_ctl_path()); with several slurmd
+	 * on one host the others' jobs are their node managers' */
 	if (cg_version == 1)
 		snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_*/job_*",
 			 cg_mnt, cg_node);
 	else
-		snprintf(pat, sizeof(pat), "%s/system.slice/*slurmstepd.scope/job_*",
+		snprintf(pat, sizeof(pat), "%s/system.slice/%s_slurmstepd.scope/job_*",
+			 cg_mnt, cg_node);
+	rc = glob(pat, GLOB_ONLYDIR, NULL, &g);
+	if (rc == GLOB_NOMATCH && cg_version != 1) {
+		globfree(&g);
+		snprintf(pat, sizeof(pat), "%s/system.slice/slurmstepd.scope/job_*",
 			 cg_mnt);
-	if (glob(pat, GLOB_ONLYDIR, NULL, &g))
+		rc = glob(pat, GLOB_ONLYDIR, NULL, &g);
+	}
+	if (rc)
 		return 0;
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		const char *job = strrchr(g.gl_pathv[i], '/') + 1;

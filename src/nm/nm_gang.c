@@ -80,8 +80,8 @@
  * at 20 ms quanta, and a directory read is the same kind of work. */
 #define NM_GANG_SCAN_MS 100
 #define NM_GANG_SCAN_NS (NM_GANG_SCAN_MS * 1000000ULL)
-/* The switch trace (gang-trace): 8 s of switches at 2 ms quanta, so
- * the benchmark's reader, once a second, never loses any to the ring. */
+/* The switch trace (gang-trace): 8 s of switches at 2 ms quanta; the
+ * benchmark reads it after a 5 s window. */
 #define NM_GANG_TRACE 4096
 
 /* A step cgroup of a job (v1). */

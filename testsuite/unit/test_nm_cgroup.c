@@ -1,11 +1,16 @@
 /*
- * test_nm_cgroup.c - the node manager's step-level switch (v1) against a
- * real cgroup v1 freezer hierarchy laid out as proctrack/cgroup lays it
- * out: the job's steps are found, one step freezes without its job or its
- * batch step, and at start a frozen step is thawed unless Slurm suspended
- * its job.
+ * test_nm_cgroup.c - the node manager's switch against real cgroups.
  *
- * Needs root and /sys/fs/cgroup/freezer; skipped (77) otherwise.
+ * v1, a freezer hierarchy laid out as proctrack/cgroup lays it out: the
+ * job's steps are found, one step freezes without its job or its batch
+ * step, and at start a frozen step is thawed unless Slurm suspended its
+ * job.  v2, the job cgroup where Slurm's cgroup/v2 puts it (the hybrid
+ * host's "unified" mount stands in for /sys/fs/cgroup): the job freezes
+ * through cgroup.freeze, and at start the node manager thaws its own
+ * node's frozen jobs and leaves another node's alone.
+ *
+ * Needs root and either hierarchy; what is missing is skipped (77 if
+ * both are).
  */
 #include <check.h>
 #include <errno.h>
@@ -16,8 +21,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "src/nm/nm.h"
 #include "src/nm/nm_gang.h"
@@ -39,7 +47,7 @@ static void write_file(const char *path, const char *text)
 
 static void join_cgroup(const char *dir, pid_t pid)
 {
-	char path[700], v[24];
+	char path[800], v[24];
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	snprintf(v, sizeof(v), "%d", (int) pid);
@@ -205,6 +213,107 @@ START_TEST(one_step_freezes_alone)
 }
 END_TEST
 
+/* The cgroup v2 hierarchy: /sys/fs/cgroup on a pure v2 host, its
+ * "unified" mount on a hybrid one; "" if there is none. */
+static char v2mnt[64];
+
+static void find_v2(void)
+{
+	static const char *const where[] = { "/sys/fs/cgroup",
+					     "/sys/fs/cgroup/unified" };
+	struct statfs fs;
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (!statfs(where[i], &fs) && fs.f_type == CGROUP2_SUPER_MAGIC) {
+			snprintf(v2mnt, sizeof(v2mnt), "%s", where[i]);
+			return;
+		}
+}
+
+/* Our node's job and another node's, as cgroup/v2 names them with
+ * several slurmd on one host. */
+static void v2_paths(char *ours, char *other, size_t len)
+{
+	snprintf(ours, len, "%s/system.slice/%s_slurmstepd.scope/job_%d",
+		 v2mnt, node, JOB_ID);
+	snprintf(other, len, "%s/system.slice/%sx_slurmstepd.scope/job_%d",
+		 v2mnt, node, JOB_ID + 1);
+}
+
+/* cgroup.events says frozen (1) or not (0), within 5 s */
+static bool v2_frozen_is(const char *dir, int want)
+{
+	char path[800], line[64];
+
+	snprintf(path, sizeof(path), "%s/cgroup.events", dir);
+	for (int tries = 0; tries < 500; tries++) {
+		FILE *fp = fopen(path, "r");
+		int got = -1;
+
+		ck_assert_ptr_nonnull(fp);
+		while (fgets(line, sizeof(line), fp))
+			sscanf(line, "frozen %d", &got);
+		fclose(fp);
+		if (got == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+START_TEST(v2_job_freezes_and_own_orphans_thaw)
+{
+	char path[800], ours[700], other[700];
+	nm_t nm;
+	pid_t task;
+	int fd;
+
+	memset(&nm, 0, sizeof(nm));
+	ck_assert_ptr_nonnull(mkdtemp(etc));
+	snprintf(path, sizeof(path), "%s/cgroup.conf", etc);
+	snprintf(ours, sizeof(ours), "CgroupPlugin=cgroup/v2\nCgroupMountpoint=%s\n", v2mnt);
+	write_file(path, ours);
+	snprintf(nm.slurm_conf, sizeof(nm.slurm_conf), "%s/slurm.conf", etc);
+	snprintf(nm.node, sizeof(nm.node), "%s", node);
+	ck_assert_int_eq(nm_cg_init(&nm), 0);
+	ck_assert_int_eq(nm_cg_version(), 2);
+
+	v2_paths(ours, other, sizeof(ours));
+	snprintf(path, sizeof(path), "%s/system.slice", v2mnt);
+	mkdir(path, 0755);	/* systemd's, or ours (main removes it) */
+	*strrchr(ours, '/') = '\0';
+	ck_assert_int_eq(mkdir(ours, 0755), 0);
+	*strrchr(other, '/') = '\0';
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	v2_paths(ours, other, sizeof(ours));
+	ck_assert_int_eq(mkdir(ours, 0755), 0);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+
+	task = spawn("task", false, NULL);
+	join_cgroup(ours, task);
+	fd = nm_cg_job_open(JOB_ID, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(nm_cg_write(fd, true), 0);
+	ck_assert(v2_frozen_is(ours, 1));
+	close(fd);
+
+	/* another node manager's job on this host, frozen by it */
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", other);
+	write_file(path, "1");
+
+	/* a node manager that died left its job frozen: thawed at start,
+	 * even for a job Slurm suspended (Slurm freezes steps, never the
+	 * job level), and the other node's job stays as it is */
+	ck_assert_int_eq(nm_cg_thaw_orphans(suspended_yes), 1);
+	ck_assert(v2_frozen_is(ours, 0));
+	ck_assert(v2_frozen_is(other, 1));
+	write_file(path, "0");
+
+	kill(task, SIGKILL);
+	waitpid(task, NULL, 0);
+}
+END_TEST
+
 /* Remove the test's cgroups once their processes are gone (they die with
  * the forked test, pass or fail); a cgroup with members cannot go. */
 static void remove_cgroups(void)
@@ -226,26 +335,63 @@ static void remove_cgroups(void)
 	}
 }
 
+/* The same for the v2 test; system.slice too if the test made it. */
+static void remove_v2_cgroups(bool slice_was_there)
+{
+	char path[5][700];
+
+	v2_paths(path[0], path[1], sizeof(path[0]));
+	snprintf(path[2], sizeof(path[2]), "%s", path[0]);
+	*strrchr(path[2], '/') = '\0';
+	snprintf(path[3], sizeof(path[3]), "%s", path[1]);
+	*strrchr(path[3], '/') = '\0';
+	snprintf(path[4], sizeof(path[4]), "%s/system.slice", v2mnt);
+	for (int i = 0; i < (slice_was_there ? 4 : 5); i++) {
+		for (int tries = 0; rmdir(path[i]) && errno == EBUSY &&
+		     tries < 100; tries++)
+			usleep(10000);
+	}
+}
+
 int main(void)
 {
 	Suite *s = suite_create("nm_cgroup");
-	TCase *tc = tcase_create("steps");
+	TCase *tc = tcase_create("steps"), *tc2 = tcase_create("v2");
 	SRunner *sr;
 	struct stat st;
+	char slice[100];
+	bool v1, slice_was_there;
 	int failed;
 
-	if (geteuid() != 0 || stat(FREEZER "/cgroup.procs", &st)) {
-		fprintf(stderr, "skipped: needs root and a cgroup v1 freezer at %s\n",
+	find_v2();
+	v1 = stat(FREEZER "/cgroup.procs", &st) == 0;
+	if (geteuid() != 0 || (!v1 && !v2mnt[0])) {
+		fprintf(stderr, "skipped: needs root and a cgroup v1 freezer at %s or a cgroup v2 mount\n",
 			FREEZER);
 		return 77;
 	}
 	snprintf(node, sizeof(node), "ut%d", (int) getpid());
-	tcase_add_test(tc, one_step_freezes_alone);
-	suite_add_tcase(s, tc);
+	snprintf(slice, sizeof(slice), "%s/system.slice", v2mnt);
+	slice_was_there = v2mnt[0] && stat(slice, &st) == 0;
+	if (v1) {
+		tcase_add_test(tc, one_step_freezes_alone);
+		suite_add_tcase(s, tc);
+	} else {
+		fprintf(stderr, "v1 test skipped: no cgroup v1 freezer at %s\n", FREEZER);
+	}
+	if (v2mnt[0]) {
+		tcase_add_test(tc2, v2_job_freezes_and_own_orphans_thaw);
+		suite_add_tcase(s, tc2);
+	} else {
+		fprintf(stderr, "v2 test skipped: no cgroup v2 mount\n");
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	remove_cgroups();
+	if (v1)
+		remove_cgroups();
+	if (v2mnt[0])
+		remove_v2_cgroups(slice_was_there);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
