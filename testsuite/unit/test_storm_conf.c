@@ -159,27 +159,32 @@ START_TEST(gang_keys)
 }
 END_TEST
 
+/* StrobeInterval=auto: what it picks from Timeslice and FailSafe */
+static const struct {
+	const char *text;
+	uint64_t interval_us;
+	uint32_t quanta;
+} autos[] = {
+	/* the default: a strobe every quantum from 20 ms up */
+	{ "", 0, 1 },
+	/* below, one strobe per 200 ms of whole quanta */
+	{ "Timeslice=2ms\n", 200000, 100 },
+	{ "Timeslice=19ms StrobeInterval=auto\n", 190000, 10 },
+	/* no more than half of FailSafe, nor 1000 quanta */
+	{ "Timeslice=2ms FailSafe=100ms\n", 50000, 25 },
+	{ "Timeslice=150us\n", 150000, 1000 },
+	/* and none when FailSafe leaves no room for two quanta */
+	{ "Timeslice=10ms FailSafe=30ms\n", 0, 1 },
+};
+
 START_TEST(strobe_interval_auto)
 {
-	/* the default: a strobe every quantum from 20 ms up */
-	ck_assert_int_eq(parse(""), 0);
-	ck_assert(conf.strobe_interval_auto);
-	ck_assert_uint_eq(conf.strobe_interval_us, 0);
-	/* below, one strobe per 200 ms of whole quanta */
-	ck_assert_int_eq(parse("Timeslice=2ms\n"), 0);
-	ck_assert_uint_eq(conf.strobe_interval_us, 200000);
-	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 100);
-	ck_assert_int_eq(parse("Timeslice=19ms StrobeInterval=auto\n"), 0);
-	ck_assert_uint_eq(conf.strobe_interval_us, 190000);
-	/* no more than half of FailSafe, nor 1000 quanta */
-	ck_assert_int_eq(parse("Timeslice=2ms FailSafe=100ms\n"), 0);
-	ck_assert_uint_eq(conf.strobe_interval_us, 50000);
-	ck_assert_int_eq(parse("Timeslice=150us\n"), 0);
-	ck_assert_uint_eq(conf.strobe_interval_us, 150000);
-	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1000);
-	/* and none when FailSafe leaves no room for two quanta */
-	ck_assert_int_eq(parse("Timeslice=10ms FailSafe=30ms\n"), 0);
-	ck_assert_uint_eq(conf.strobe_interval_us, 0);
+	for (size_t i = 0; i < sizeof(autos) / sizeof(autos[0]); i++) {
+		ck_assert_msg(parse(autos[i].text) == 0, "%s: %s", autos[i].text, err);
+		ck_assert(conf.strobe_interval_auto);
+		ck_assert_uint_eq(conf.strobe_interval_us, autos[i].interval_us);
+		ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), autos[i].quanta);
+	}
 	/* an explicit value wins, 0 included */
 	ck_assert_int_eq(parse("Timeslice=2ms StrobeInterval=0\n"), 0);
 	ck_assert(!conf.strobe_interval_auto);
