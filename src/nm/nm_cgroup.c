@@ -142,21 +142,34 @@ static void v1_job_path(uint32_t job_id, uint32_t uid, const char *tail,
 		 cg_node, uid, job_id, tail);
 }
 
+/* v2: the scope cgroup/v2 puts this node's jobs in, then tail: the
+ * node's own (several slurmd on one host) when named, else the plain one.
+ * Callers try named first. */
+static void v2_scope_path(bool named, const char *tail, char *buf, size_t len)
+{
+	if (named)
+		snprintf(buf, len, "%s/system.slice/%s_slurmstepd.scope/%s",
+			 cg_mnt, cg_node, tail);
+	else
+		snprintf(buf, len, "%s/system.slice/slurmstepd.scope/%s",
+			 cg_mnt, tail);
+}
+
 /* The job's freeze-control file; 0 if it exists. */
 static int job_ctl_path(uint32_t job_id, uint32_t uid, char *buf, size_t len)
 {
+	char tail[64];
 	struct stat st;
 
 	if (cg_version == 1) {
 		v1_job_path(job_id, uid, "/freezer.state", buf, len);
 		return stat(buf, &st) ? -errno : 0;
 	}
-	snprintf(buf, len, "%s/system.slice/%s_slurmstepd.scope/job_%u/cgroup.freeze",
-		 cg_mnt, cg_node, job_id);
+	snprintf(tail, sizeof(tail), "job_%u/cgroup.freeze", job_id);
+	v2_scope_path(true, tail, buf, len);
 	if (!stat(buf, &st))
 		return 0;
-	snprintf(buf, len, "%s/system.slice/slurmstepd.scope/job_%u/cgroup.freeze",
-		 cg_mnt, job_id);
+	v2_scope_path(false, tail, buf, len);
 	return stat(buf, &st) ? -errno : 0;
 }
 
@@ -296,19 +309,17 @@ extern int nm_cg_thaw_orphans(bool (*suspended)(uint32_t job_id))
 	glob_t g;
 	int thawed = 0, rc;
 
-	/* v2: this node's scope only (job_ctl_path()); with several slurmd
-	 * on one host the others' jobs are their node managers' */
+	/* v2: this node's scope only; with several slurmd on one host the
+	 * others' jobs are their node managers' */
 	if (cg_version == 1)
 		snprintf(pat, sizeof(pat), "%s/freezer/slurm_%s/uid_*/job_*",
 			 cg_mnt, cg_node);
 	else
-		snprintf(pat, sizeof(pat), "%s/system.slice/%s_slurmstepd.scope/job_*",
-			 cg_mnt, cg_node);
+		v2_scope_path(true, "job_*", pat, sizeof(pat));
 	rc = glob(pat, GLOB_ONLYDIR, NULL, &g);
 	if (rc == GLOB_NOMATCH && cg_version != 1) {
 		globfree(&g);
-		snprintf(pat, sizeof(pat), "%s/system.slice/slurmstepd.scope/job_*",
-			 cg_mnt);
+		v2_scope_path(false, "job_*", pat, sizeof(pat));
 		rc = glob(pat, GLOB_ONLYDIR, NULL, &g);
 	}
 	if (rc)

@@ -141,8 +141,9 @@ static trace_t ring[NM_GANG_TRACE];
 static uint64_t ring_n;
 static void *table_buf;			/* private copy of the table */
 /* The rest of a strobe that covers several quanta (under glock): sub_left
- * more switches, the next at sub_due_ns (CLOCK_MONOTONIC). */
-static uint32_t sub_left, sub_nslots, sub_total;
+ * more switches, the next at sub_due_ns (CLOCK_MONOTONIC); the strobe
+ * itself (its slot count and quanta) is `last`. */
+static uint32_t sub_left;
 static uint64_t sub_due_ns, sub_q_ns, nsubs;
 
 static uint64_t now_ns(clockid_t clk)
@@ -620,8 +621,6 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	sub_left = 0;
 	if (s.nquanta > 1 && s.nslots > 1 && s.quantum_us) {
 		sub_left = s.nquanta - 1;
-		sub_total = s.nquanta;
-		sub_nslots = s.nslots;
 		sub_q_ns = s.quantum_us * 1000ULL;
 		sub_due_ns = recv_mono + s.next_in_us * 1000ULL;
 		pthread_cond_signal(&gwake);	/* a nearer deadline */
@@ -686,10 +685,10 @@ static void sub_switch(uint64_t now)
 	k = 1 + (uint32_t) ((now - sub_due_ns) / sub_q_ns);
 	if (k > sub_left)
 		k = sub_left;
-	last.slot = (last.slot + k) % sub_nslots;
+	last.slot = (last.slot + k) % last.nslots;
 	sub_left -= k;
 	sub_due_ns += (uint64_t) k * sub_q_ns;
-	traced_apply(last.epoch, sub_total - 1 - sub_left, last.slot,
+	traced_apply(last.epoch, last.nquanta - 1 - sub_left, last.slot,
 		     last.sent_ns, now_ns(CLOCK_REALTIME));
 	nsubs++;
 }

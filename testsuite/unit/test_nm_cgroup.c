@@ -109,20 +109,30 @@ static pid_t spawn(const char *name, bool child, int *child_pid)
 	return pid;
 }
 
-static void setup(void)
+/* The node manager's cgroup side, told by a cgroup.conf beside
+ * slurm.conf to use cgroup/vVERSION mounted at mnt. */
+static void init_nm(int version, const char *mnt)
 {
+	char path[400], text[200];
 	nm_t nm;
-	char path[400];
 
 	memset(&nm, 0, sizeof(nm));
 	ck_assert_ptr_nonnull(mkdtemp(etc));
 	snprintf(path, sizeof(path), "%s/cgroup.conf", etc);
-	write_file(path, "CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n");
+	snprintf(text, sizeof(text), "CgroupPlugin=cgroup/v%d\nCgroupMountpoint=%s\n",
+		 version, mnt);
+	write_file(path, text);
 	snprintf(nm.slurm_conf, sizeof(nm.slurm_conf), "%s/slurm.conf", etc);
 	snprintf(nm.node, sizeof(nm.node), "%s", node);
 	ck_assert_int_eq(nm_cg_init(&nm), 0);
-	ck_assert_int_eq(nm_cg_version(), 1);
+	ck_assert_int_eq(nm_cg_version(), version);
+}
 
+static void setup(void)
+{
+	char path[400];
+
+	init_nm(1, "/sys/fs/cgroup");
 	snprintf(path, sizeof(path), FREEZER "/slurm_%s", node);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
 	snprintf(uid_dir, sizeof(uid_dir), "%s/uid_0", path);
@@ -261,33 +271,29 @@ static bool v2_frozen_is(const char *dir, int want)
 	return false;
 }
 
+/* dir and its parent, a scope, new */
+static void mkdir_with_parent(const char *dir)
+{
+	char parent[700];
+
+	snprintf(parent, sizeof(parent), "%s", dir);
+	*strrchr(parent, '/') = '\0';
+	ck_assert_int_eq(mkdir(parent, 0755), 0);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+}
+
 START_TEST(v2_job_freezes_and_own_orphans_thaw)
 {
 	char path[800], ours[700], other[700];
-	nm_t nm;
 	pid_t task;
 	int fd;
 
-	memset(&nm, 0, sizeof(nm));
-	ck_assert_ptr_nonnull(mkdtemp(etc));
-	snprintf(path, sizeof(path), "%s/cgroup.conf", etc);
-	snprintf(ours, sizeof(ours), "CgroupPlugin=cgroup/v2\nCgroupMountpoint=%s\n", v2mnt);
-	write_file(path, ours);
-	snprintf(nm.slurm_conf, sizeof(nm.slurm_conf), "%s/slurm.conf", etc);
-	snprintf(nm.node, sizeof(nm.node), "%s", node);
-	ck_assert_int_eq(nm_cg_init(&nm), 0);
-	ck_assert_int_eq(nm_cg_version(), 2);
-
-	v2_paths(ours, other, sizeof(ours));
+	init_nm(2, v2mnt);
 	snprintf(path, sizeof(path), "%s/system.slice", v2mnt);
 	mkdir(path, 0755);	/* systemd's, or ours (main removes it) */
-	*strrchr(ours, '/') = '\0';
-	ck_assert_int_eq(mkdir(ours, 0755), 0);
-	*strrchr(other, '/') = '\0';
-	ck_assert_int_eq(mkdir(other, 0755), 0);
 	v2_paths(ours, other, sizeof(ours));
-	ck_assert_int_eq(mkdir(ours, 0755), 0);
-	ck_assert_int_eq(mkdir(other, 0755), 0);
+	mkdir_with_parent(ours);
+	mkdir_with_parent(other);
 
 	task = spawn("task", false, NULL);
 	join_cgroup(ours, task);
@@ -316,9 +322,18 @@ END_TEST
 
 /* Remove the test's cgroups once their processes are gone (they die with
  * the forked test, pass or fail); a cgroup with members cannot go. */
+static void rmdir_all(char (*path)[700], int n)
+{
+	for (int i = 0; i < n; i++) {
+		for (int tries = 0; rmdir(path[i]) && errno == EBUSY &&
+		     tries < 100; tries++)
+			usleep(10000);
+	}
+}
+
 static void remove_cgroups(void)
 {
-	char path[5][400];
+	char path[5][700];
 
 	snprintf(path[0], sizeof(path[0]), FREEZER "/slurm_%s/uid_0/job_%d/step_0",
 		 node, JOB_ID);
@@ -328,11 +343,7 @@ static void remove_cgroups(void)
 		 node, JOB_ID);
 	snprintf(path[3], sizeof(path[3]), FREEZER "/slurm_%s/uid_0", node);
 	snprintf(path[4], sizeof(path[4]), FREEZER "/slurm_%s", node);
-	for (int i = 0; i < 5; i++) {
-		for (int tries = 0; rmdir(path[i]) && errno == EBUSY &&
-		     tries < 100; tries++)
-			usleep(10000);
-	}
+	rmdir_all(path, 5);
 }
 
 /* The same for the v2 test; system.slice too if the test made it. */
@@ -346,11 +357,7 @@ static void remove_v2_cgroups(bool slice_was_there)
 	snprintf(path[3], sizeof(path[3]), "%s", path[1]);
 	*strrchr(path[3], '/') = '\0';
 	snprintf(path[4], sizeof(path[4]), "%s/system.slice", v2mnt);
-	for (int i = 0; i < (slice_was_there ? 4 : 5); i++) {
-		for (int tries = 0; rmdir(path[i]) && errno == EBUSY &&
-		     tries < 100; tries++)
-			usleep(10000);
-	}
+	rmdir_all(path, slice_was_there ? 4 : 5);
 }
 
 int main(void)
