@@ -1,5 +1,12 @@
 """A real Slurm cluster on one host: munged, slurmctld and N `slurmd -N nodeK`.
 
+Two networks: `loopback` (every daemon on 127.0.0.1, a port range per node)
+and `netns` (storm_netns: every node and the head in a network namespace
+of its own, with its own address and link into one bridge, the same ports
+on every node, links optionally shaped to `link_mbit`).  In netns mode
+slurmctld and every client command (`run`, `wrap`) live in the head's
+namespace, and slurmd with everything it starts in its node's.
+
 Used by the system tests, the benchmarks and the demo, so every one of them
 runs the same daemons the same way.  Each slurmd runs in a private mount
 namespace where a per-node directory is bind-mounted on one common path
@@ -18,6 +25,8 @@ import signal
 import socket
 import subprocess
 import time
+
+from storm_netns import HEAD, Network
 
 SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -115,15 +124,26 @@ class Cluster:
     pages for files as large as a huge page), as README's admin section
     recommends for BcastDir; falls back to small pages where the kernel
     refuses the option.  Stock srun --bcast and sbcast write there too.
+    network: "loopback" or "netns" (module docstring); link_mbit: the netns
+    links' rate in both directions (None: not shaped).
     """
+
+    # netns mode: the same ports on every node, as on a real cluster
+    NETNS_PORTS = {"ctld": 6817, "slurmd": 6818, "nm": 7000, "bcast": 7001,
+                   "mm": 7100}
 
     def __init__(self, workdir, nodes=8, storm=True, builddir=None,
                  storm_conf="", extra_conf="", partition_opts="",
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
                  expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory",
-                 local_mb=1024, local_huge=True):
+                 local_mb=1024, local_huge=True, network="loopback",
+                 link_mbit=None):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
+        if network not in ("loopback", "netns"):
+            raise ValueError("network must be loopback or netns")
+        if link_mbit is not None and network != "netns":
+            raise ValueError("link_mbit needs network='netns'")
         self.dir = os.path.abspath(workdir)
         self.nodes = nodes
         self.storm = storm
@@ -149,6 +169,8 @@ class Cluster:
         self.node_ns = {}        # node name -> mount namespace inodes, oldest first
         self.port_base = None
         self.env = None
+        self.net = (Network(self.dir, self.node_names(), link_mbit)
+                    if network == "netns" else None)
 
     # -- paths ---------------------------------------------------------
     def path(self, *parts):
@@ -219,17 +241,21 @@ class Cluster:
             os.makedirs(self.node_local(n), exist_ok=True)
             self._mount_local(n)
             os.makedirs(self.path("spool", n), exist_ok=True)
-        if self.port_base is None:
-            # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
-            # +65: the machine manager; +66..: node managers (BcastPort)
-            self.port_base = pick_port_base(66 + self.nodes, self.dir)
-        ctld_port = self.port_base
-        d_lo, d_hi = self.port_base + 1, self.port_base + self.nodes
-        nm_lo = self.port_base + 33
+        if self.net:
+            ctld_port = self.NETNS_PORTS["ctld"]
+            ctld_addr = self.net.addrs[HEAD]
+        else:
+            if self.port_base is None:
+                # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
+                # +65: the machine manager; +66..: node managers (BcastPort)
+                self.port_base = pick_port_base(66 + self.nodes, self.dir)
+            ctld_port, ctld_addr = self.port_base, "127.0.0.1"
+            d_lo, d_hi = self.port_base + 1, self.port_base + self.nodes
+            self.nm_port_lo = self.port_base + 33
         plugindir = SLURM_PLUGINDIR
         lines = [
             "ClusterName=%s" % self.name,
-            "SlurmctldHost=%s(127.0.0.1)" % self.hostname,
+            "SlurmctldHost=%s(%s)" % (self.hostname, ctld_addr),
             "SlurmctldPort=%d" % ctld_port,
             "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", "CredType=cred/munge",
@@ -263,11 +289,19 @@ class Cluster:
         else:
             lines += ["SelectType=select/cons_tres", "SchedulerType=sched/backfill",
                       "PlugStackConfig=%s" % self.path("etc", "plugstack.conf")]
+        lines.append("PluginDir=%s" % plugindir)
+        if self.net:
+            lines += ["NodeName=%s NodeHostname=%s NodeAddr=%s Port=%d CPUs=%d "
+                      "RealMemory=%d" % (n, self.hostname, self.net.addrs[n],
+                                         self.NETNS_PORTS["slurmd"], self.cpus,
+                                         self.real_memory)
+                      for n in self.node_names()]
+        else:
+            lines.append("NodeName=node[1-%d] NodeHostname=%s NodeAddr=127.0.0.1 "
+                         "Port=%d-%d CPUs=%d RealMemory=%d" % (
+                             self.nodes, self.hostname, d_lo, d_hi, self.cpus,
+                             self.real_memory))
         lines += [
-            "PluginDir=%s" % plugindir,
-            "NodeName=node[1-%d] NodeHostname=%s NodeAddr=127.0.0.1 Port=%d-%d "
-            "CPUs=%d RealMemory=%d" % (self.nodes, self.hostname, d_lo, d_hi,
-                                       self.cpus, self.real_memory),
             "PartitionName=debug Nodes=node[1-%d] Default=YES MaxTime=INFINITE "
             "State=UP %s" % (self.nodes, self.partition_opts),
         ]
@@ -283,7 +317,6 @@ class Cluster:
                 f.write("required %s conf=%s\n" % (
                     os.path.join(self.plugindir, "spank_storm.so"),
                     self.path("etc", "storm.conf")))
-        self.nm_port_lo = nm_lo
         self.write_storm_conf(self.base_storm_conf() + self.storm_conf_text)
         self.env = dict(os.environ, SLURM_CONF=self.conf,
                         STORM_CONF=self.path("etc", "storm.conf"))
@@ -291,21 +324,45 @@ class Cluster:
     def base_storm_conf(self):
         """What every test cluster's storm.conf starts with: this cluster's
         ports, its node-local RAM disk and its log directory."""
-        return ("Port=%d-%d\nControllerPort=%d\nBcastPort=%d-%d\nBcastDir=%s\n"
-                "NMLogFile=%s\n" % (
-                    self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
-                    self.port_base + 65, self.port_base + 66,
-                    self.port_base + 65 + self.nodes,
-                    self.path("local", "storm"), self.path("log", "storm-nm-%n.log")))
+        local = "BcastDir=%s\nNMLogFile=%s\n" % (
+            self.path("local", "storm"), self.path("log", "storm-nm-%n.log"))
+        if self.net:
+            p = self.NETNS_PORTS
+            return "Port=%d\nControllerPort=%d\nBcastPort=%d\n%s" % (
+                p["nm"], p["mm"], p["bcast"], local)
+        return "Port=%d-%d\nControllerPort=%d\nBcastPort=%d-%d\n%s" % (
+            self.nm_port_lo, self.nm_port_lo + self.nodes - 1,
+            self.port_base + 65, self.port_base + 66,
+            self.port_base + 65 + self.nodes, local)
 
     def write_storm_conf(self, text):
         with open(self.path("etc", "storm.conf"), "w") as f:
             f.write(text)
 
     # -- processes -----------------------------------------------------
-    def _spawn(self, name, argv):
+    # -- network -------------------------------------------------------
+    def addr(self, host):
+        """A node's (or "head"'s) address: its own in netns mode."""
+        return self.net.addrs[host] if self.net else "127.0.0.1"
+
+    def wrap(self, argv, host=HEAD):
+        """argv as run on a host of this cluster: in netns mode inside its
+        network namespace (client commands: the head's)."""
+        return self.net.wrap(host, argv) if self.net else list(argv)
+
+    def set_link(self, host, up):
+        """Cut or restore a node's (or the head's) link (netns mode)."""
+        if not self.net:
+            raise ClusterError("link faults need network='netns'")
+        self.net.set_link(host, up)
+
+    def wire_ms(self, nbytes):
+        """S/R on this cluster's links, or None (not shaped)."""
+        return self.net.wire_ms(nbytes) if self.net else None
+
+    def _spawn(self, name, argv, host=HEAD):
         out = open(self.path("log", name + ".stderr"), "ab")
-        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+        p = subprocess.Popen(self.wrap(argv, host), stdout=out, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, env=self.env,
                              start_new_session=True)
         out.close()
@@ -318,6 +375,8 @@ class Cluster:
             raise ClusterError("no STORM plugins in %s: run make first" % self.plugindir)
         ensure_munge()
         self._require_clean_cgroups()
+        if self.net:
+            self.net.create()
         self.write_config()
         self.start_ctld()
         for node in self.node_names():
@@ -387,7 +446,8 @@ class Cluster:
                   "exec slurmd -D -f %s -N %s" % (
                       self.node_local(node), self.path("local"), freezer,
                       cpu, self.conf, node))
-        p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script])
+        p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script],
+                        host=node)
         # Up to 10 s: on a loaded host unshare may take long to switch, and
         # a namespace not recorded is a node whose processes stop() misses.
         for _ in range(500):
@@ -478,7 +538,8 @@ class Cluster:
 
     def run(self, argv, check=True, timeout=120, **kw):
         """Run a Slurm client command against this cluster."""
-        r = subprocess.run(argv, env=kw.pop("env", self.env), capture_output=True,
+        r = subprocess.run(self.wrap(argv), env=kw.pop("env", self.env),
+                           capture_output=True,
                            text=True, timeout=timeout, **kw)
         if check and r.returncode:
             raise ClusterError("%s failed (rc=%d):\n%s%s" % (
@@ -643,6 +704,8 @@ class Cluster:
         if self.node_mem_mb:
             self._remove_cgroups(self.cgroup_root("memory"))
         self._unmount_locals()
+        if self.net:
+            self.net.destroy()
 
     def oom_kills(self, node):
         """OOM kills in the node's memory cgroup so far (node_mem_mb)."""
