@@ -62,6 +62,7 @@ static const key_def_t keys[] = {
 	{ "ChunkSize", K_SIZE, F(chunk_bytes), 0, 4096, 64ULL << 20 },
 	{ "Window", K_U32, F(window), 0, 1, 64 },
 	{ "TreeArity", K_U32, F(tree_arity), 0, 1, 64 },
+	{ "BcastArity", K_U32, F(bcast_arity), 0, 1, 64 },
 	{ "MemReserve", K_U64, F(mem_reserve_mb), 0, 0, 1ULL << 30 },
 	{ "NodeManager", K_STRING, F(nm_path), S(nm_path), 0, 0 },
 	{ "NMLogFile", K_STRING, F(nm_log), S(nm_log), 0, 0 },
@@ -110,6 +111,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->chunk_bytes = 512 * 1024;
 	conf->window = 4;
 	conf->tree_arity = 4;
+	conf->bcast_arity = 1;
 	conf->mem_reserve_mb = 256;
 	conf->nm_path[0] = '\0';
 	snprintf(conf->nm_log, sizeof(conf->nm_log),
@@ -655,7 +657,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\n"
-		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\n"
+		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\nBcastArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
@@ -664,7 +666,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->chunk_bytes, c->window,
-		     c->tree_arity, c->mem_reserve_mb,
+		     c->tree_arity, c->bcast_arity, c->mem_reserve_mb,
 		     c->nm_path[0] ? c->nm_path : "(default)", c->nm_log);
 	if (n < 0 || (size_t) n >= len)
 		return -1;

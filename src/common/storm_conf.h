@@ -60,6 +60,8 @@ typedef struct {
 	uint64_t chunk_bytes;		/* ChunkSize= pipeline chunk */
 	uint32_t window;		/* Window= chunks in flight per child */
 	uint32_t tree_arity;		/* TreeArity= k of the k-ary tree */
+	uint32_t bcast_arity;		/* BcastArity= the tree of blocks of
+					 * more than one chunk (1: a chain) */
 	uint64_t mem_reserve_mb;	/* MemReserve= kept free per node */
 	char nm_path[256];		/* NodeManager= storm-nm binary */
 	char nm_log[256];		/* NMLogFile= %n is the node name */

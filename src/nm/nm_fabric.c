@@ -37,6 +37,7 @@ extern int nm_fabric_open(nm_t *nm)
 	cfg.nodes = (const char *const *) addrs;
 	cfg.nnodes = nm->nnodes;
 	cfg.arity = (int) nm->conf.tree_arity;
+	cfg.bulk_arity = (int) nm->conf.bcast_arity;
 	cfg.chunk = nm->conf.chunk_bytes;
 	cfg.window = (int) nm->conf.window;
 	cfg.timeout_ms = (int) (nm->conf.timeout_us / 1000);

@@ -14,8 +14,11 @@
  * Trust: the relay checks srun's munge credential exactly as every other
  * node does (nm_bcast_accept), forwards that same credential with its job
  * attestation (nm_bcast.c), and each node checks the credential again for
- * itself; the checksum bound into the credential is verified before the
- * relay multicasts a byte of the file and again on every node.
+ * itself.  The file goes on to the other nodes as it arrives from srun;
+ * the checksum bound into the credential is verified by the relay once
+ * the last byte is in (a mismatch cancels the transfer everywhere) and by
+ * every node on its own copy before it reports the file held, so no node
+ * commits a file that is not srun's.
  *
  * Threads: one acceptor; one thread per connection (at most
  * RELAY_MAX_CONN), each bounded by the configured Timeout on every socket
@@ -203,21 +206,48 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 	}
 }
 
+/* Of the nodes a transfer reports failed (in a chain, the whole part
+ * below a node that is gone), the ones that do not answer alone. */
+static void unreachable(const storm_set_t *failed, storm_set_t *dead,
+			uint64_t key)
+{
+	int var = storm_bcast_var(key);
+
+	storm_set_clear(dead);
+	for (int n = storm_set_next(failed, 0); n >= 0;
+	     n = storm_set_next(failed, n + 1))
+		if (node_state(n, var, key) < 0)
+			storm_set_add(dead, n);
+}
+
+/* The error of a transfer that did not reach `failed`: fmt takes their
+ * names, then the error.  Names the nodes that are really gone when some
+ * are, not the whole subtree the tree lost with them. */
+static void xfer_error(const storm_set_t *failed, int mrc, uint64_t key,
+		       const char *fmt, char *err, size_t errlen)
+{
+	storm_set_t dead;
+	char names[1024];
+
+	unreachable(failed, &dead, key);
+	set_names(storm_set_count(&dead) ? &dead : failed, names, sizeof(names));
+	snprintf(err, errlen, fmt, storm_set_count(failed) ? names : "?",
+		 storm_strerror(mrc));
+}
+
 /* XFER-AND-SIGNAL to the whole set; on failure, err says which nodes it
  * did not reach (fmt takes their names, then the error). */
 static int xfer_all(const storm_set_t *set, const void *data, uint64_t len,
-		    uint64_t offset, const char *fmt, char *err, size_t errlen)
+		    uint64_t offset, uint64_t key, const char *fmt, char *err,
+		    size_t errlen)
 {
 	storm_set_t failed;
-	char names[1024];
 	int mrc = storm_xfer_sync(R.nm->ctx, set, data, len, offset,
 				  STORM_NO_EVENT, &failed);
 
 	if (!mrc)
 		return 0;
-	set_names(&failed, names, sizeof(names));
-	snprintf(err, errlen, fmt, storm_set_count(&failed) ? names : "?",
-		 storm_strerror(mrc));
+	xfer_error(&failed, mrc, key, fmt, err, errlen);
 	return -1;
 }
 
@@ -237,29 +267,100 @@ static int send_manifest(const storm_set_t *set, const char *cred,
 	    asprintf(&man, "%s\n%s", cred, attest) < 0)
 		man = NULL;
 	rc = xfer_all(set, man ? man : cred, strlen(man ? man : cred),
-		      STORM_BCAST_MANIFEST | key,
+		      STORM_BCAST_MANIFEST | key, key,
 		      "node(s) %s did not receive the broadcast request: %s",
 		      err, errlen);
 	free(man);
 	return rc;
 }
 
-/* Steps 2-4 of storm_bcast.h: the step's other nodes get the file. */
-static int multicast(const storm_set_t *set, uint64_t key, const void *data,
-		     uint64_t size, double *t, char *err, size_t errlen)
+/* Read len bytes of the file from srun into map, telling the transfer
+ * after every read how much of it is in place; 0 or -errno. */
+static int receive_streaming(int fd, uint8_t *map, uint64_t len,
+			     storm_op_t *op)
 {
-	int rc;
+	uint64_t got = 0;
 
-	if (wait_state(set, key, STORM_BCAST_READY, err, errlen))
+	while (got < len) {
+		uint64_t want = len - got;
+		ssize_t n = read(fd, map + got, want < (1 << 20) ? want : (1 << 20));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		got += (uint64_t) n;
+		if (op)
+			storm_xfer_supply(op, got);
+	}
+	return 0;
+}
+
+/*
+ * Steps 2-4 of storm_bcast.h: the file comes from srun and goes on to the
+ * step's other nodes as it arrives (a chain by default, BcastArity), so
+ * the relay's link carries it in and out at the same time instead of one
+ * after the other.  The checksum bound into the credential is checked
+ * here once the last byte is in, and by every node on its own copy before
+ * it reports the file held: a bad file is cancelled everywhere.
+ * t: [ready, received, multicast done].
+ */
+static int multicast(int fd, const storm_set_t *set, uint64_t key,
+		     nm_bcast_file_t *f, uint8_t *map, uint64_t size,
+		     double *t, uint64_t *unread, char *err, size_t errlen)
+{
+	storm_op_t *op = NULL;
+	storm_set_t failed;
+	int rc, mrc;
+
+	if (storm_set_count(set) &&
+	    wait_state(set, key, STORM_BCAST_READY, err, errlen))
 		return -1;
 	t[0] = now_ms();
-	rc = xfer_all(set, data, size, STORM_BCAST_DATA | key,
-		      "transfer failed on node(s) %s: %s; no node keeps the file",
-		      err, errlen);
-	t[1] = now_ms();
-	if (rc)
+	if (storm_set_count(set) &&
+	    (mrc = storm_xfer_stream(R.nm->ctx, set, map, size,
+				     STORM_BCAST_DATA | key, STORM_NO_EVENT,
+				     STORM_NO_EVENT, &op))) {
+		snprintf(err, errlen, "cannot start the transfer: %s",
+			 storm_strerror(mrc));
 		return -1;
+	}
+	rc = size ? receive_streaming(fd, map, size, op) : 0;
+	*unread = 0;
+	t[1] = now_ms();
+	if (rc) {
+		snprintf(err, errlen, "srun stopped sending the file: %s",
+			 strerror(-rc));
+		goto fail;
+	}
+	if (!nm_bcast_file_verify(f)) {
+		snprintf(err, errlen, "node %s: %s (the file changed while srun sent it?)",
+			 R.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
+		goto fail;
+	}
+	if (!op) {
+		t[2] = t[1];
+		return 0;
+	}
+	storm_xfer_supply(op, size);
+	mrc = storm_op_wait(op, -1, &failed);
+	storm_op_free(op);
+	t[2] = now_ms();
+	if (mrc) {
+		xfer_error(&failed, mrc, key,
+			   "transfer failed on node(s) %s: %s; no node keeps the file",
+			   err, errlen);
+		return -1;
+	}
 	return wait_state(set, key, STORM_BCAST_DONE, err, errlen);
+fail:
+	if (op) {
+		storm_op_cancel(op);
+		storm_op_free(op);
+	}
+	return -1;
 }
 
 /* Step 5 of storm_bcast.h: every node holds the file, the tasks waiting
@@ -268,7 +369,7 @@ static int send_go(const storm_set_t *set, uint64_t key, char *err,
 		   size_t errlen)
 {
 	if (storm_set_count(set) &&
-	    xfer_all(set, "", 0, STORM_BCAST_GO | key,
+	    xfer_all(set, "", 0, STORM_BCAST_GO | key, key,
 		     "node(s) %s did not receive the go-ahead: %s", err, errlen))
 		return -1;
 	nm_bcast_go(R.nm->rank, key);
@@ -342,8 +443,8 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	storm_set_t set;
 	char *cred = NULL, *nodes = NULL, err[2048];
 	uint64_t key, size = 0;
-	void *map;
-	double t0 = now_ms(), t_man, t_recv, t_mc[2] = { 0, 0 }, t_end, t_go;
+	uint8_t *map;
+	double t0 = now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	int st, rc = -1, rrc;
 
 	err[0] = '\0';
@@ -404,21 +505,8 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 			  sizeof(err)))
 		goto done;
 	t_man = now_ms();
-	if (size && (rrc = storm_bcast_io(fd, map, size, false))) {
-		snprintf(err, sizeof(err), "srun stopped sending the file: %s",
-			 strerror(-rrc));
-		*unread = 0;
-		goto done;
-	}
-	*unread = 0;
-	t_recv = now_ms();
-	if (!nm_bcast_file_verify(f)) {
-		snprintf(err, sizeof(err), "node %s: %s (the file changed while srun sent it?)",
-			 R.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
-		goto done;
-	}
-	if (storm_set_count(&set) &&
-	    multicast(&set, key, map, size, t_mc, err, sizeof(err)))
+	if (multicast(fd, &set, key, f, map, size, t_mc, unread, err,
+		      sizeof(err)))
 		goto done;
 	st = nm_bcast_finish(f, true);
 	f = NULL;
@@ -431,11 +519,11 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	if (send_go(&set, key, err, sizeof(err)))
 		goto done;
 	t_go = now_ms();
-	if (!t_mc[0])
-		t_mc[0] = t_mc[1] = t_recv;
-	snprintf(msg, msglen, "relay=%s check_ms=%.3f recv_ms=%.3f ready_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
-		 R.nm->node, t_man - t0, t_recv - t_man, t_mc[0] - t_recv,
-		 t_mc[1] - t_mc[0], t_end - t_mc[1], t_go - t_end);
+	/* recv (srun to this node) and data (this node to the last one's
+	 * acknowledgement) both start at ready and overlap */
+	snprintf(msg, msglen, "relay=%s check_ms=%.3f ready_ms=%.3f recv_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
+		 R.nm->node, t_man - t0, t_mc[0] - t_man, t_mc[1] - t_mc[0],
+		 t_mc[2] - t_mc[0], t_end - t_mc[2], t_go - t_end);
 	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
 	rc = 0;
 done:

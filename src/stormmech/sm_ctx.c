@@ -45,6 +45,7 @@ void storm_cfg_init(storm_cfg_t *cfg)
 	cfg->region_size = 16u << 20;
 	cfg->nvars = STORM_DEF_NVARS;
 	cfg->arity = STORM_DEF_ARITY;
+	cfg->bulk_arity = STORM_DEF_BULK_ARITY;
 	cfg->chunk = STORM_DEF_CHUNK;
 	cfg->window = STORM_DEF_WINDOW;
 	cfg->timeout_ms = STORM_DEF_TIMEOUT;
@@ -244,6 +245,8 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	if (c->nvars <= 0) c->nvars = def.nvars;
 	if (c->arity <= 0) c->arity = def.arity;
 	if (c->arity > SM_MAX_ARITY) c->arity = SM_MAX_ARITY;
+	if (c->bulk_arity <= 0) c->bulk_arity = def.bulk_arity;
+	if (c->bulk_arity > SM_MAX_ARITY) c->bulk_arity = SM_MAX_ARITY;
 	if (!c->chunk) c->chunk = def.chunk;
 	if (c->window <= 0) c->window = def.window;
 	if (c->timeout_ms <= 0) c->timeout_ms = def.timeout_ms;

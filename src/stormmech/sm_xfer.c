@@ -244,9 +244,18 @@ int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 	return storm_xfer_flags(ctx, set, src, len, off, lev, rev, 0, out);
 }
 
-int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
-		     const void *src, size_t len, uint64_t off, int lev,
-		     int rev, unsigned flags, storm_op_t **out)
+/* A block of more than one chunk goes down a tree of bulk_arity (1: a
+ * chain), where every interior node sends one copy over its one link;
+ * shorter messages (strobes, manifests) down the shallower k-ary tree. */
+static int op_arity(const struct storm_ctx *ctx, size_t len)
+{
+	return len > ctx->cfg.chunk && ctx->cfg.bulk_arity > 0 ?
+		ctx->cfg.bulk_arity : ctx->cfg.arity;
+}
+
+static int xfer_begin(storm_ctx_t *ctx, const storm_set_t *set,
+		      const void *src, size_t len, uint64_t off, int lev,
+		      int rev, unsigned flags, bool stream, storm_op_t **out)
 {
 	struct storm_op *op;
 	int rc;
@@ -258,7 +267,8 @@ int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	bool member = storm_set_has(set, ctx->rank);
-	if (member && (off + len > ctx->region_size)) {
+	if ((member && (off + len > ctx->region_size)) ||
+	    (stream && (member || (flags & STORM_XFER_ON_ARRIVAL)))) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -272,13 +282,14 @@ int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
 	op->root = (uint32_t)ctx->rank;
 	op->id = ctx->next_id++;
 	op->set = *set;
-	op->arity = ctx->cfg.arity;
+	op->arity = op_arity(ctx, len);
 	op->chunk = ctx->cfg.chunk;
 	op->timeout_ms = ctx->cfg.timeout_ms;
 	op->offset = off;
 	op->total = len;
 	op->nchunks = len ? (uint32_t)((len + op->chunk - 1) / op->chunk) : 1;
-	op->nhave = op->prefix = op->nchunks;
+	/* a stream's chunks are sent as storm_xfer_supply() makes them whole */
+	op->nhave = op->prefix = stream && len ? 0 : op->nchunks;
 	op->src = src;
 	op->local_ev = lev;
 	op->remote_ev = rev;
@@ -299,6 +310,67 @@ int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
+}
+
+int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
+		     const void *src, size_t len, uint64_t off, int lev,
+		     int rev, unsigned flags, storm_op_t **out)
+{
+	return xfer_begin(ctx, set, src, len, off, lev, rev, flags, false, out);
+}
+
+int storm_xfer_stream(storm_ctx_t *ctx, const storm_set_t *set,
+		      const void *src, size_t len, uint64_t off, int lev,
+		      int rev, storm_op_t **out)
+{
+	return xfer_begin(ctx, set, src, len, off, lev, rev, 0, true, out);
+}
+
+int storm_xfer_supply(storm_op_t *op, uint64_t avail)
+{
+	struct storm_ctx *ctx;
+	int rc = 0;
+
+	if (!op || !op->is_root || op->kind != SM_K_XFER)
+		return -EINVAL;
+	ctx = op->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (op->phase != SM_P_RUN) {
+		rc = op->status ? op->status : -EALREADY;
+		goto out;
+	}
+	uint32_t whole = avail >= op->total ? op->nchunks :
+			 (uint32_t)(avail / op->chunk);
+	if (whole > op->prefix) {
+		op->prefix = op->nhave = whole;
+		/* the children's clock runs from the latest data: a slow
+		 * source is not a dead child */
+		op->deadline_ns = child_deadline(op, sm_now_ns());
+		pump(ctx, op);
+		check_done(ctx, op);
+		if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
+			(void)eventfd_write(ctx->kick_fd, 1);
+	}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int storm_op_cancel(storm_op_t *op)
+{
+	struct storm_ctx *ctx;
+
+	if (!op || !op->is_root || op->kind != SM_K_XFER)
+		return -EINVAL;
+	ctx = op->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (op->phase == SM_P_RUN) {
+		send_down(ctx, op, SM_ABORT);
+		sm_event_signal(ctx, op->local_ev);
+		sm_op_finish(ctx, op, -ECANCELED);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 int storm_op_test(storm_op_t *op, storm_set_t *failed)
@@ -576,9 +648,13 @@ void sm_xfer_tx_done(struct storm_ctx *ctx, struct sm_tx *tx, int err)
 			op->ch[tx->child].inflight--;
 			if (err)
 				sm_fail_child(ctx, op, tx->child);
-			if (op->is_root && !err && all_sent(op))
-				op->deadline_ns = sm_now_ns() +
-					(uint64_t)op->timeout_ms * 1000000ull;
+			/* every chunk has left: the children's clock
+			 * starts again, so that the time a deep chain's
+			 * last chunks take to drain down it counts from
+			 * here (the root gets the whole timeout, a node at
+			 * depth d (H-d)/H of it) */
+			if (!err && op->nhave == op->nchunks && all_sent(op))
+				op->deadline_ns = child_deadline(op, sm_now_ns());
 			if (op->phase == SM_P_RUN) {
 				if (op->kind == SM_K_XFER)
 					pump(ctx, op);

@@ -98,6 +98,13 @@
  *   A SCHED_FIFO progress thread competes with other real-time threads on
  *   the node: pick its priority below the node manager's switch thread.
  *
+ * Bulk blocks (more than one chunk) go down a chain by default
+ * (bulk_arity 1): on a switched network every node has one link of rate
+ * R, and an interior node of a k-ary tree sends k copies over it, so a
+ * tree costs about k*S/R where a pipelined chain costs S/R plus one chunk
+ * time per hop.  Short messages keep the k-ary tree: a chain would put a
+ * hop's latency per node on every strobe.
+ *
  * Defaults: chunk 512 KiB, window 4, arity 4, timeout 5 s.  The chunk and
  * window are STORM's values and agree with notes/baselines.md section 5
  * (64 KiB chunks were never better here); arity 4 keeps the tree depth at 2
@@ -127,6 +134,7 @@ extern "C" {
 #define STORM_DEF_CHUNK     (512u * 1024)
 #define STORM_DEF_WINDOW    4
 #define STORM_DEF_ARITY     4
+#define STORM_DEF_BULK_ARITY 1
 #define STORM_DEF_TIMEOUT   5000    /* ms */
 #define STORM_DEF_NVARS     16
 
@@ -216,6 +224,8 @@ typedef struct storm_cfg {
 	void *region;              /* ... a caller buffer is given here */
 	int nvars;                 /* uint64 variables (STORM_DEF_NVARS) */
 	int arity;                 /* tree arity k (STORM_DEF_ARITY) */
+	int bulk_arity;            /* arity for blocks of more than one chunk
+				    * (STORM_DEF_BULK_ARITY; 1: a chain) */
 	size_t chunk;              /* chunk size (STORM_DEF_CHUNK) */
 	int window;                /* chunks in flight per child */
 	int timeout_ms;            /* bound for every wait (STORM_DEF_TIMEOUT) */
@@ -321,6 +331,23 @@ int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
 int  storm_op_test(storm_op_t *op, storm_set_t *failed);
 int  storm_op_wait(storm_op_t *op, int timeout_ms, storm_set_t *failed);
 void storm_op_free(storm_op_t *op);   /* waits/cancels if still running */
+
+/*
+ * A streamed XFER-AND-SIGNAL: the root (which must not be a member of
+ * set) does not hold the block yet.  It forwards each chunk as soon as
+ * storm_xfer_supply() says the first `avail` bytes of src are in place,
+ * so a relay receiving a file over another link passes it on as it
+ * arrives instead of after the last byte.  Members see an ordinary
+ * transfer; they commit only once all hold the whole block.  Supplying
+ * fewer bytes than before is a no-op; supplying len completes the block.
+ * storm_op_cancel() aborts a root's transfer still running (every member
+ * drops what it received); the op then completes with -ECANCELED.
+ */
+int storm_xfer_stream(storm_ctx_t *ctx, const storm_set_t *set,
+		      const void *src, size_t len, uint64_t dst_offset,
+		      int local_ev, int remote_ev, storm_op_t **op);
+int storm_xfer_supply(storm_op_t *op, uint64_t avail);
+int storm_op_cancel(storm_op_t *op);
 
 /* convenience: xfer + wait + free */
 int storm_xfer_sync(storm_ctx_t *ctx, const storm_set_t *set, const void *src,

@@ -320,9 +320,72 @@ START_TEST(on_arrival)
 }
 END_TEST
 
+/* A streamed transfer: the root forwards what it has been given so far,
+ * completes only once given everything, and a cancelled stream commits
+ * nowhere (no remote event on any member). */
+START_TEST(stream)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg;
+	struct harness h;
+	uint64_t ev[H_MAX] = { 0 };
+	const size_t len = 3 * CHUNK + 7;
+	uint8_t *buf = malloc(len);
+	storm_set_t failed, set;
+	storm_op_t *op;
+
+	ck_assert_ptr_nonnull(buf);
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = 30000;
+	START_OR_FAIL(&h, 6, &cfg);
+	set = range_set(0, 5);
+	fill_pattern(buf, len, 11);
+	ck_assert_int_eq(storm_xfer_stream(h.ctx, &set, buf, len, 64, 0, 1, &op), 0);
+	ck_assert_int_eq(storm_xfer_supply(op, CHUNK + 5), 0);
+	ck_assert_int_eq(storm_xfer_supply(op, 10), 0);	/* less: no-op */
+	storm_progress(h.ctx, 20000);
+	ck_assert_int_eq(storm_op_test(op, NULL), -EAGAIN);
+	ck_assert_int_eq(storm_xfer_supply(op, len), 0);
+	ck_assert_int_eq(storm_op_wait(op, -1, &failed), 0);
+	ck_assert_int_eq(storm_set_count(&failed), 0);
+	storm_op_free(op);
+	for (int r = 0; r < 6; r++)
+		ev[r]++;
+	wait_members_ev(&h, &set, 1, ev);
+	h_cmd(&h, -1, H_SUM, 64, len, 0, 0, 0, 0);
+	for (int r = 0; r < 6; r++) {
+		ck_assert_msg(h.sh->res[r].sum == h_sum(buf, len),
+			      "rank %d: bad checksum after a stream", r);
+		ck_assert_int_eq(h.sh->res[r].ev[1], ev[r]);
+	}
+
+	/* cancelled half-way: nobody commits */
+	fill_pattern(buf, len, 12);
+	ck_assert_int_eq(storm_xfer_stream(h.ctx, &set, buf, len, 64, 0, 1, &op), 0);
+	ck_assert_int_eq(storm_xfer_supply(op, 2 * CHUNK), 0);
+	storm_progress(h.ctx, 20000);
+	ck_assert_int_eq(storm_op_cancel(op), 0);
+	ck_assert_int_eq(storm_op_wait(op, -1, NULL), -ECANCELED);
+	ck_assert_int_eq(storm_xfer_supply(op, len), -ECANCELED);
+	storm_op_free(op);
+	storm_progress(h.ctx, 200000);
+	h_cmd(&h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
+	for (int r = 0; r < 6; r++)
+		ck_assert_msg(h.sh->res[r].ev[1] == ev[r],
+			      "rank %d: a cancelled stream signalled", r);
+
+	/* the root may not be a member of its own stream */
+	storm_set_add(&set, storm_ctx_rank(h.ctx));
+	ck_assert_int_eq(storm_xfer_stream(h.ctx, &set, buf, len, 0, 0, 1, &op),
+			 -EINVAL);
+	free(buf);
+	h_stop(&h);
+}
+END_TEST
+
 int main(void)
 {
-	TCase *tc[6];
+	TCase *tc[7];
 	tc[0] = tcase_create("sizes");
 	tcase_add_loop_test(tc[0], sizes_4, 0, H_NPROV);
 	tc[1] = tcase_create("big16");
@@ -335,7 +398,9 @@ int main(void)
 	tcase_add_loop_test(tc[4], dest_hook, 0, H_NPROV);
 	tc[5] = tcase_create("on_arrival");
 	tcase_add_loop_test(tc[5], on_arrival, 0, H_NPROV);
-	for (int i = 0; i < 6; i++)
+	tc[6] = tcase_create("stream");
+	tcase_add_loop_test(tc[6], stream, 0, H_NPROV);
+	for (int i = 0; i < 7; i++)
 		tcase_set_timeout(tc[i], 180);
-	return mech_run(mech_suite("stormmech-xfer", tc, 6));
+	return mech_run(mech_suite("stormmech-xfer", tc, 7));
 }
