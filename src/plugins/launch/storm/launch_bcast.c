@@ -302,6 +302,12 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			/* nothing moved for Timeout: the relay or the path to
+			 * it is gone (a cut link), or it stopped reading to
+			 * answer; give its answer Timeout, not the transfer's
+			 * whole allowance */
+			set_timeout(sock, SO_RCVTIMEO, timeout_ms);
 		if (n <= 0)
 			break;	/* the relay may have said why: read on */
 	}
@@ -341,6 +347,8 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 lost:
 	snprintf(err, errlen, "the node manager of %s (the step's first node, %s:%d) stopped answering: %s",
 		 relay, addr, port, io == -ECONNRESET ? "connection closed" :
+		 io == -EAGAIN || io == -EWOULDBLOCK ?
+		 "no answer within Timeout (node manager or its link down)" :
 		 strerror(-io));
 done:
 	if (sock >= 0)

@@ -180,6 +180,8 @@ typedef struct bcast_run {
 	char err[4096];
 	int rc;
 	pthread_t thread;
+	srun_job_t *job;		/* BcastOverlap: the launched step */
+	bool reported;			/* the failure was said already */
 } bcast_run_t;
 
 /* Fill r from the step and --bcast; 0 or SLURM_ERROR (logged). */
@@ -235,11 +237,25 @@ static int bcast_prepare(srun_job_t *job, slurm_opt_t *opt_local,
 	return SLURM_SUCCESS;
 }
 
+/* The failure of an overlapped broadcast, said at once: the launch may
+ * still be waiting for a node that is gone (its link cut), which Slurm
+ * gives its MessageTimeout and more.  The step is killed once the launch
+ * returns (killing it while the launch is in flight left srun waiting
+ * for task exits that a cut node could not send). */
+static void bcast_fail_now(bcast_run_t *r)
+{
+	error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
+	      PREFIX, r->req.path, &r->job->step_id, r->err);
+	r->reported = true;
+}
+
 static void *bcast_thread(void *arg)
 {
 	bcast_run_t *r = arg;
 
 	r->rc = storm_bcast_run(&r->req, &r->remote, r->err, sizeof(r->err));
+	if (r->rc && r->job)
+		bcast_fail_now(r);
 	return NULL;
 }
 
@@ -250,8 +266,9 @@ static int bcast_done(srun_job_t *job, slurm_opt_t *opt_local, bcast_run_t *r)
 	srun_opt_t *sropt = opt_local->srun_opt;
 
 	if (r->rc) {
-		error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
-		      PREFIX, r->req.path, &job->step_id, r->err);
+		if (!r->reported)
+			error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
+			      PREFIX, r->req.path, &job->step_id, r->err);
 	} else {
 		verbose("%s: %ps: broadcast %s to %s as %s", PREFIX,
 			&job->step_id, r->req.path, r->nodes, r->remote);
@@ -294,6 +311,7 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 				"%" PRIx64 ":%" PRIu64, r->req.key,
 				storm_bcast_wait_ms(&bc.conf,
 						    (uint64_t) st.st_size));
+	r->job = job;
 	if ((prc = pthread_create(&r->thread, NULL, bcast_thread, r))) {
 		error("%s: %ps: cannot start the broadcast: %s", PREFIX,
 		      &job->step_id, strerror(prc));
