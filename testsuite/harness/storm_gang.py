@@ -41,11 +41,13 @@ def nm_trace(cluster, node, since=(0, 0)):
 
 
 @contextlib.contextmanager
-def gang_cluster(workdir, nodes, storm_conf, partition_opts="OverSubscribe=FORCE:2"):
-    """A started cluster whose node managers receive strobes; stopped on exit."""
+def gang_cluster(workdir, nodes, storm_conf, partition_opts="OverSubscribe=FORCE:2",
+                 **kw):
+    """A started cluster whose node managers receive strobes; stopped on
+    exit.  kw: more storm_cluster.Cluster options (network, link_mbit)."""
     from storm_cluster import Cluster
     c = Cluster(workdir, nodes=nodes, partition_opts=partition_opts,
-                storm_conf=storm_conf)
+                storm_conf=storm_conf, **kw)
     try:
         c.start()
         wait_gang_ready(c)

@@ -6,6 +6,7 @@ with `make_cluster`.  Logs stay under $STORM_TEST_LOGDIR (default
 <builddir>/testsuite/python/logs); a failing test's report names them.
 """
 import os
+import signal
 import sys
 
 import pytest
@@ -17,6 +18,19 @@ from storm_cluster import Cluster  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR", os.path.join(HERE, "logs"))
 _clusters = []
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+def pytest_configure(config):
+    """SIGTERM and SIGHUP end the run the way ^C does, through pytest's
+    teardown: every cluster stops and its network namespaces go (by
+    default they killed pytest outright and left whole clusters running).
+    Cluster.stop() blocks them while it runs."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, _interrupt)
 
 
 def pytest_report_header(config):

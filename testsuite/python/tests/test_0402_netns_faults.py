@@ -1,0 +1,264 @@
+"""Faults a cluster network has, on the namespace cluster: a link cut (the
+node's own interface taken down inside its namespace, as a pulled cable)
+in the middle of a broadcast, of a gang-scheduled pair, and the
+controller's.  Each test prints the times it observed."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
+import storm_gang as g  # noqa: E402
+from test_0101_bcast_launch import (BCAST, checksum_script, env, run_bcast,  # noqa: E402
+                                    share_dir, wait_no_files)
+
+LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
+                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+Q_MS = 30
+FAILSAFE_MS = 500
+SUSPECT = 10
+LINK_MBIT = 100          # a 24 MiB file takes about 2 s on the wire
+NODES = ["node1", "node2", "node3", "node4"]
+
+
+@pytest.fixture(scope="module")
+def netf():
+    with g.gang_cluster(os.path.join(LOGROOT, "netfault"), 4,
+                        "Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=%d\n"
+                        "StrobeInterval=0\nTimeout=2s\n" % (Q_MS, FAILSAFE_MS, SUSPECT),
+                        network="netns", link_mbit=LINK_MBIT) as c:
+        yield c
+
+
+def _hidden_files(c):
+    left = []
+    for n in c.node_names():
+        for root, _, files in os.walk(os.path.join(c.node_local(n), "storm")):
+            left += [os.path.join(root, f) for f in files if f.startswith(".storm-")]
+    return left
+
+
+class _Lines:
+    """A pipe's lines, read as they come (srun's stderr)."""
+
+    def __init__(self, pipe):
+        self.lines = []
+        self.t = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self.t.start()
+
+    def _read(self, pipe):
+        for line in pipe:
+            self.lines.append(line)
+
+    def text(self):
+        return "".join(self.lines)
+
+
+def _cut_mid_broadcast(c, victim):
+    """Start a 24 MiB broadcast launch on all nodes, cut victim's link once
+    the data flows, wait for srun to report the failure, then give the
+    link back (srun waits for the cut node's slurmd as long as Slurm does
+    for any unreachable node).  Returns (srun's exit code, stdout, stderr,
+    seconds from the cut to the report, the marker tasks leave)."""
+    d = share_dir(c)
+    big = os.path.join(d, "cut-%s.sh" % victim)
+    checksum_script(big, 24 * 1024 * 1024)
+    marker = os.path.join(d, "cut-%s.ran" % victim)
+    with open(big, "r+") as f:           # every task that ran leaves a line
+        f.write("#!/bin/sh\necho $SLURMD_NODENAME >> %s\nexit 0\n#" % marker)
+    if os.path.exists(marker):
+        os.unlink(marker)
+    relay_log = c.path("log", "storm-nm-node1.log")
+    start = os.path.getsize(relay_log)
+    c.wait_idle()
+    p = subprocess.Popen(c.wrap(["srun", "-N4", "--ntasks-per-node=1", big]),
+                         env=env(c, **BCAST), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    err = _Lines(p.stderr)
+    try:
+        # the relay has accepted the file and is passing it on
+        g.wait_for(lambda: "receiving" in open(relay_log).read()[start:] or
+                   p.poll() is not None, 60, "the broadcast under way")
+        time.sleep(0.4)
+        assert p.poll() is None, "srun ended before the cut: %s" % err.text()
+        c.set_link(victim, False)
+        cut = time.time()
+        try:
+            g.wait_for(lambda: "Failed to broadcast" in err.text() or p.poll() is not None,
+                       120, "srun's report of the failed broadcast")
+            took = time.time() - cut
+        finally:
+            c.set_link(victim, True)
+        # srun waits for every task's exit message; one sent while the
+        # link was down is lost (Slurm does not resend it), and srun then
+        # waits as it would for any partitioned node: end it as a user
+        # would once the error is out, and cancel what is left
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            print("srun still waiting 60 s after the link came back (a task "
+                  "exit lost to the cut): killed")
+            p.kill()
+            p.wait()
+            c.run(["scancel", "--full", "-u", "root"], check=False)
+        out = p.stdout.read()
+        err.t.join(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        c.set_link(victim, True)
+    return p.returncode, out, err.text(), took, marker
+
+
+def _wait_resumed(c, node, timeout=180):
+    """Wait until node is idle, resuming it if the machine manager drained
+    it (as an administrator would)."""
+    seen = []
+
+    def idle():
+        r = c.run(["sinfo", "-h", "-n", node, "-o", "%T"], check=False)
+        seen[:] = [r.stdout.strip(), r.stderr.strip()]
+        if "drain" in r.stdout:
+            c.run(["scontrol", "update", "nodename=" + node, "state=resume"],
+                  check=False)
+        return r.stdout.strip() == "idle"
+    try:
+        g.wait_for(idle, timeout, "%s idle" % node)
+    except AssertionError as e:
+        raise AssertionError("%s; sinfo said %r" % (e, seen))
+
+
+def _after_cut(c, victim, rc, out, err, took, marker):
+    print("link of %s cut mid-broadcast: srun reported it %.2f s later: %s" % (
+        victim, took, [l for l in err.splitlines() if "Failed to broadcast" in l]))
+    assert rc != 0, out + err
+    assert "Failed to broadcast" in err and victim in err, err
+    time.sleep(1)      # a task that escaped would have written by now
+    assert not os.path.exists(marker), open(marker).read()
+    assert not out.strip(), out
+    # with the link back, the cut node's job ends and every node drops
+    # what it received; the machine manager drained the node while it
+    # missed strobes: resume it, as an administrator would
+    _wait_resumed(c, victim)
+    c.wait_idle(timeout=180)
+    g.wait_for(lambda: not _hidden_files(c), 60, "no partial file on any node")
+    wait_no_files(c, timeout=60)
+    # and the next launch works on every node
+    script = os.path.join(share_dir(c), "after-cut.sh")
+    digest = checksum_script(script, 2 * 1024 * 1024 + 5)
+    run_bcast(c, 4, script, digest)
+
+
+@pytest.mark.parametrize("victim", ["node3", "node1"], ids=["node", "relay"])
+def test_link_cut_mid_broadcast_fails_naming_the_node(netf, victim):
+    """node3 is in the middle of the chain; node1 is the relay, which
+    receives the file from srun and sends it on."""
+    _after_cut(netf, victim, *_cut_mid_broadcast(netf, victim))
+
+
+def _drained_by_storm(c, node):
+    info = c.run(["scontrol", "-o", "show", "node", node]).stdout
+    return "DRAIN" in info and "STORM" in info and info
+
+
+def _alternating(pa, pb, node, quanta=40):
+    s = g.sample({"a": pa[node], "b": pb[node]}, duration=quanta * Q_MS / 1000.0)
+    r = g.analyse_pair(s, "a", "b")
+    return r["a_ns"] > 0 and r["b_ns"] > 0 and r["both_frac"] < 0.2, r
+
+
+def _both_thawed(c, a, b, nodes):
+    return all(g.job_freezer_state(c, j, n) == "THAWED" for n in nodes for j in (a, b))
+
+
+def _cleanup(c, jobs):
+    c.run(["scancel"] + [str(j) for j in jobs], check=False)
+    for j in jobs:
+        c.wait_job(j, timeout=120)
+
+
+def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
+    c = netf
+    victim, others = "node4", ["node1", "node2", "node3"]
+    c.wait_idle(timeout=120)
+    a, b, pa, pb = g.submit_pair(c, NODES, ("cutA", "cutB"))
+    try:
+        ok, r = _alternating(pa, pb, victim)
+        assert ok, r
+        before = {n: int(g.nm_gang(c, n)["freezes"]) for n in others}
+        c.set_link(victim, False)
+        cut = time.time()
+        try:
+            # the cut node hears no strobe: its fail-safe thaws its jobs
+            g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "open", 10,
+                       "fail-safe on %s" % victim)
+            opened = time.time() - cut
+            g.wait_for(lambda: _both_thawed(c, a, b, [victim]), 10,
+                       "both jobs thawed on %s" % victim)
+            info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
+                              "%s drained" % victim)
+            drained = time.time() - cut
+            assert "missed" in info, info
+            # the others kept switching
+            for n in others:
+                assert int(g.nm_gang(c, n)["freezes"]) > before[n]
+                ok, r = _alternating(pa, pb, n)
+                assert ok, (n, r)
+        finally:
+            c.set_link(victim, True)
+        print("link of %s cut mid-gang: fail-safe open after %.2f s, drained after %.2f s"
+              % (victim, opened, drained))
+        assert opened >= FAILSAFE_MS / 1000.0 * 0.8, opened
+        # link back: an administrator resumes it and it is strobed again
+        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"])
+        g.wait_for(lambda: "DRAIN" not in c.run(["scontrol", "-o", "show", "node",
+                                                   victim]).stdout, 30, "resumed")
+        g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "no", 30,
+                   "strobes on %s again" % victim)
+        seen = int(g.nm_gang(c, victim)["strobes"])
+        g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 10,
+                   "strobes on %s" % victim)
+    finally:
+        _cleanup(c, [a, b])
+        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"], check=False)
+        c.wait_idle(timeout=120)
+
+
+def test_controller_link_cut_every_node_fails_open_then_resumes(netf):
+    c = netf
+    c.wait_idle(timeout=120)
+    a, b, pa, pb = g.submit_pair(c, NODES, ("ctlA", "ctlB"))
+    try:
+        ok, r = _alternating(pa, pb, "node1")
+        assert ok, r
+        c.set_link("head", False)
+        cut = time.time()
+        try:
+            g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "open" for n in NODES),
+                       10, "fail-safe on every node")
+            opened = time.time() - cut
+            g.wait_for(lambda: _both_thawed(c, a, b, NODES), 10,
+                       "every job thawed on every node")
+        finally:
+            c.set_link("head", True)
+        back = time.time()
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
+                   30, "strobes back on every node")
+        resumed = time.time() - back
+        print("controller link cut: every node open after %.2f s (FailSafe %d ms); "
+              "strobes back %.2f s after the link" % (opened, FAILSAFE_MS, resumed))
+        assert opened >= FAILSAFE_MS / 1000.0 * 0.8, opened
+        for n in NODES:
+            ok, r = _alternating(pa, pb, n)
+            assert ok, (n, r)
+        for j in (a, b):
+            assert c.job_info(j)["JobState"] == "RUNNING"
+    finally:
+        _cleanup(c, [a, b])
+        for n in NODES:
+            c.run(["scontrol", "update", "nodename=%s" % n, "state=resume"], check=False)
+        c.wait_idle(timeout=120)
