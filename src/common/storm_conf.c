@@ -105,7 +105,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->suspect_quanta = 50;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
-	conf->bcast_overlap = true;
+	conf->bcast_overlap = false;
 	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
 	conf->bcast_max_bytes = 1ULL << 30;
 	conf->chunk_bytes = 512 * 1024;

@@ -28,6 +28,9 @@ START_TEST(defaults_when_empty)
 	ck_assert_mem_eq(&conf, &d, sizeof(d));
 	ck_assert_uint_eq(conf.timeslice_us, 20000);
 	ck_assert_str_eq(conf.provider, "tcp;ofi_rxm");
+	/* a chain for files, the launch after the transfer: storm.conf(5) */
+	ck_assert_uint_eq(conf.bcast_arity, 1);
+	ck_assert(!conf.bcast_overlap);
 }
 END_TEST
 
@@ -36,7 +39,8 @@ START_TEST(values_and_units)
 	ck_assert_int_eq(parse("Timeslice=500us MaxMPL=3\n"
 			       "policy=Flexible   # case-insensitive\n"
 			       "Port=7200-7231 FailSafe=1.5s\n"
-			       "ChunkSize=1M BcastExecutable=yes BcastOverlap=no\n"
+			       "ChunkSize=1M BcastExecutable=yes BcastOverlap=yes\n"
+			       "BcastArity=2\n"
 			       "Provider=shm BcastDir=/tmp/x\n"), 0);
 	ck_assert_uint_eq(conf.timeslice_us, 500);
 	ck_assert_uint_eq(conf.max_mpl, 3);
@@ -46,7 +50,8 @@ START_TEST(values_and_units)
 	ck_assert_uint_eq(conf.failsafe_us, 1500000);
 	ck_assert_uint_eq(conf.chunk_bytes, 1 << 20);
 	ck_assert(conf.bcast_executable);
-	ck_assert(!conf.bcast_overlap);
+	ck_assert(conf.bcast_overlap);
+	ck_assert_uint_eq(conf.bcast_arity, 2);
 	ck_assert_str_eq(conf.provider, "shm");
 	ck_assert_str_eq(conf.bcast_dir, "/tmp/x");
 
