@@ -6,18 +6,14 @@ a gang-scheduled pair, stormctl show, an sbatch multi-node step, Open MPI
 over pmix.  Teardown leaves nothing of the network behind."""
 import os
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
-from storm_cluster import Cluster  # noqa: E402
-from test_0101_bcast_launch import (MPI_SRC, checksum_script, run_bcast,  # noqa: E402
+import storm_gang as g  # the harness, on sys.path through conftest
+from conftest import LOGROOT
+from storm_cluster import Cluster
+from test_0101_bcast_launch import (MPI_SRC, checksum_script, run_bcast,
                                     share_dir, wait_no_files)
-
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
 NODES = 8
 Q_MS = 40
 LINK_MBIT = 400

@@ -4,19 +4,16 @@ in the middle of a broadcast, of a gang-scheduled pair, and the
 controller's.  Each test prints the times it observed."""
 import os
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
-from test_0101_bcast_launch import (BCAST, checksum_script, env, run_bcast,  # noqa: E402
+import storm_gang as g  # the harness, on sys.path through conftest
+from conftest import LOGROOT
+from test_0101_bcast_launch import (BCAST, checksum_script, env, run_bcast,
                                     share_dir, wait_no_files)
-
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+from test_0203_gang_faults import _cleanup, _drained_by_storm
 Q_MS = 30
 FAILSAFE_MS = 500
 SUSPECT = 10
@@ -160,11 +157,6 @@ def test_link_cut_mid_broadcast_fails_naming_the_node(netf, victim):
     _after_cut(netf, victim, *_cut_mid_broadcast(netf, victim))
 
 
-def _drained_by_storm(c, node):
-    info = c.run(["scontrol", "-o", "show", "node", node]).stdout
-    return "DRAIN" in info and "STORM" in info and info
-
-
 def _alternating(pa, pb, node, quanta=40):
     s = g.sample({"a": pa[node], "b": pb[node]}, duration=quanta * Q_MS / 1000.0)
     r = g.analyse_pair(s, "a", "b")
@@ -173,12 +165,6 @@ def _alternating(pa, pb, node, quanta=40):
 
 def _both_thawed(c, a, b, nodes):
     return all(g.job_freezer_state(c, j, n) == "THAWED" for n in nodes for j in (a, b))
-
-
-def _cleanup(c, jobs):
-    c.run(["scancel"] + [str(j) for j in jobs], check=False)
-    for j in jobs:
-        c.wait_job(j, timeout=120)
 
 
 def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
