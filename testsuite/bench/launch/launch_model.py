@@ -186,6 +186,12 @@ def fit_storm(points, chunk, free_wire=False, burst=0):
     x = lstsq(rows, y, [1.0 / p["ms"] for p in points])
     if x is None:
         return None
+    if x[0] < 0:
+        # held at 0, as in fit_sbcast: no negative fixed cost
+        x = lstsq([r[1:] for r in rows], y, [1.0 / p["ms"] for p in points])
+        if x is None:
+            return None
+        x = [0.0] + x
     params = {"a_ms": x[0], "b": x[-1], "chunk_bytes": chunk}
     if free_wire:
         params["c"] = x[1]
@@ -228,6 +234,15 @@ def fit_sbcast(points, width=8, block=8 * MIB):
     x = lstsq(rows, [p["ms"] for p in points], [1.0 / p["ms"] for p in points])
     if x is None:
         return None
+    if x[0] < 0:
+        # a negative fixed cost is no cost at all: it only bends the line
+        # toward the points, and extrapolated to fast links it gives
+        # negative times.  Hold c at 0 and fit d alone.
+        d = lstsq([r[1:] for r in rows], [p["ms"] for p in points],
+                  [1.0 / p["ms"] for p in points])
+        if d is None:
+            return None
+        x = [0.0, d[0]]
     params = {"c_ms": x[0], "d": x[1], "width": width}
     pts, emax, emed = _errors(points, lambda s, n, r: sbcast_predict(params, s, n, r))
     return {"c_ms": round(x[0], 3), "d": round(x[1], 4), "width": width,

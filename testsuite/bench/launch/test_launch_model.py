@@ -52,11 +52,23 @@ def test_storm_fit_with_burst_credit():
     assert fit["a_ms"] == pytest.approx(8.0, rel=1e-6)
     assert fit["b"] == pytest.approx(1.2, rel=1e-6)
     assert fit["burst_bytes"] == MIB
-    # fitted as if there were no credit, the fixed cost comes out wrong
-    assert lm.fit_storm(pts, 512 * 1024)["a_ms"] < 0
+    # fitted as if there were no credit, the fixed cost would come out
+    # negative: it is held at 0 instead, and the fit is worse
+    naive = lm.fit_storm(pts, 512 * 1024)
+    assert naive["a_ms"] == 0.0
+    assert naive["rel_err_max"] > fit["rel_err_max"]
     # the extrapolation has no credit: S/R in full
     r = lm.extrapolate(fit, None, nodes=(1,), gbits=(10,))[0]
     assert r["storm_ms"] == pytest.approx(8.0 + lm.link_ms(12 * MIB, 10000), abs=0.01)
+
+
+def test_sbcast_fit_never_negative_fixed_cost():
+    """Points that a straight line through them would meet below zero at
+    S = 0 give c = 0, not a negative cost."""
+    pts = points(lambda s, n, r: max(1.0, 1.3 * lm.link_ms(s, r) *
+                                     lm.fanout_path(n) - 40.0))
+    fit = lm.fit_sbcast(pts)
+    assert fit["c_ms"] == 0.0 and fit["d"] > 0
 
 
 def test_storm_fit_with_noise_is_close():
