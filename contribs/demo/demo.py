@@ -88,10 +88,10 @@ def section_launch(tmp, builddir=None, runs=3):
         envs = {"stock srun": dict(c.env, SLURM_STORM_BCAST="no"),
                 "stock srun --bcast": dict(c.env, SLURM_STORM_BCAST="no"),
                 "srun, STORM broadcast": dict(c.env, SLURM_STORM_BCAST="yes",
-                                              SLURM_STORM_BCAST_OVERLAP="yes"),
-                "  the same, sequential": dict(c.env, SLURM_STORM_BCAST="yes",
-                                               SLURM_STORM_BCAST_OVERLAP="no",
-                                               SLURM_STORM_BCAST_TIMING="1")}
+                                              SLURM_STORM_BCAST_OVERLAP="no",
+                                              SLURM_STORM_BCAST_TIMING="1"),
+                "  the same, overlapped": dict(c.env, SLURM_STORM_BCAST="yes",
+                                               SLURM_STORM_BCAST_OVERLAP="yes")}
         res = {k: [] for k in envs}
         xfer = []
         for _ in range(runs):
