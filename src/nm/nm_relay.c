@@ -120,6 +120,20 @@ static int node_state(int rank, int var, uint64_t key)
 	return 0;
 }
 
+/* Of the nodes a tree operation reports failed (in a chain, the whole
+ * part below a node that is gone), the ones that do not answer alone. */
+static void unreachable(const storm_set_t *failed, storm_set_t *dead,
+			uint64_t key)
+{
+	int var = storm_bcast_var(key);
+
+	storm_set_clear(dead);
+	for (int n = storm_set_next(failed, 0); n >= 0;
+	     n = storm_set_next(failed, n + 1))
+		if (node_state(n, var, key) < 0)
+			storm_set_add(dead, n);
+}
+
 /*
  * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
  * that refused is reported at once with its reason; one that does not
@@ -150,11 +164,7 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 		if (storm_set_count(&unr)) {
 			/* the tree reports the subtree it could not reach: ask
 			 * each node alone to name the ones really gone */
-			storm_set_clear(&dead);
-			for (int n = storm_set_next(set, 0); n >= 0;
-			     n = storm_set_next(set, n + 1))
-				if (node_state(n, var, key) < 0)
-					storm_set_add(&dead, n);
+			unreachable(set, &dead, key);
 			set_names(storm_set_count(&dead) ? &dead : &unr, names,
 				  sizeof(names));
 			snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
@@ -204,20 +214,6 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 		}
 		usleep(2000);
 	}
-}
-
-/* Of the nodes a transfer reports failed (in a chain, the whole part
- * below a node that is gone), the ones that do not answer alone. */
-static void unreachable(const storm_set_t *failed, storm_set_t *dead,
-			uint64_t key)
-{
-	int var = storm_bcast_var(key);
-
-	storm_set_clear(dead);
-	for (int n = storm_set_next(failed, 0); n >= 0;
-	     n = storm_set_next(failed, n + 1))
-		if (node_state(n, var, key) < 0)
-			storm_set_add(dead, n);
 }
 
 /* The error of a transfer that did not reach `failed`: fmt takes their

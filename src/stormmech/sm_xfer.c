@@ -10,6 +10,14 @@
 #include "sm_internal.h"
 
 /* ------------------------------------------------------------ ops */
+/* New work for a progress thread asleep on its fds (deep_sleep): wake it
+ * through kick_fd, so that the work's sends and timers run at once. */
+static void sm_kick_sleeper(struct storm_ctx *ctx)
+{
+	if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
+		(void)eventfd_write(ctx->kick_fd, 1);
+}
+
 struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind)
 {
 	struct storm_op *op = calloc(1, sizeof(*op));
@@ -22,8 +30,7 @@ struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind)
 	op->local_ev = op->remote_ev = STORM_NO_EVENT;
 	op->next = ctx->ops;
 	ctx->ops = op;
-	if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
-		(void)eventfd_write(ctx->kick_fd, 1);
+	sm_kick_sleeper(ctx);
 	return op;
 }
 
@@ -249,8 +256,7 @@ int storm_xfer(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
  * shorter messages (strobes, manifests) down the shallower k-ary tree. */
 static int op_arity(const struct storm_ctx *ctx, size_t len)
 {
-	return len > ctx->cfg.chunk && ctx->cfg.bulk_arity > 0 ?
-		ctx->cfg.bulk_arity : ctx->cfg.arity;
+	return len > ctx->cfg.chunk ? ctx->cfg.bulk_arity : ctx->cfg.arity;
 }
 
 static int xfer_begin(storm_ctx_t *ctx, const storm_set_t *set,
@@ -348,8 +354,7 @@ int storm_xfer_supply(storm_op_t *op, uint64_t avail)
 		op->deadline_ns = child_deadline(op, sm_now_ns());
 		pump(ctx, op);
 		check_done(ctx, op);
-		if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
-			(void)eventfd_write(ctx->kick_fd, 1);
+		sm_kick_sleeper(ctx);
 	}
 out:
 	pthread_mutex_unlock(&ctx->lock);

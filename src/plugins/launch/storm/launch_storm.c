@@ -180,8 +180,8 @@ typedef struct bcast_run {
 	char err[4096];
 	int rc;
 	pthread_t thread;
-	srun_job_t *job;		/* BcastOverlap: the launched step */
-	bool reported;			/* the failure was said already */
+	srun_job_t *job;		/* BcastOverlap: the launched step, whose
+					 * failure the thread says itself */
 } bcast_run_t;
 
 /* Fill r from the step and --bcast; 0 or SLURM_ERROR (logged). */
@@ -237,16 +237,10 @@ static int bcast_prepare(srun_job_t *job, slurm_opt_t *opt_local,
 	return SLURM_SUCCESS;
 }
 
-/* The failure of an overlapped broadcast, said at once: the launch may
- * still be waiting for a node that is gone (its link cut), which Slurm
- * gives its MessageTimeout and more.  The step is killed once the launch
- * returns (killing it while the launch is in flight left srun waiting
- * for task exits that a cut node could not send). */
-static void bcast_fail_now(bcast_run_t *r)
+static void bcast_say_failure(bcast_run_t *r, const slurm_step_id_t *step)
 {
 	error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
-	      PREFIX, r->req.path, &r->job->step_id, r->err);
-	r->reported = true;
+	      PREFIX, r->req.path, step, r->err);
 }
 
 static void *bcast_thread(void *arg)
@@ -254,8 +248,13 @@ static void *bcast_thread(void *arg)
 	bcast_run_t *r = arg;
 
 	r->rc = storm_bcast_run(&r->req, &r->remote, r->err, sizeof(r->err));
+	/* An overlapped broadcast's failure is said at once: the launch may
+	 * still be waiting for a node that is gone (its link cut), which
+	 * Slurm gives its MessageTimeout and more.  The step is killed once
+	 * the launch returns (killing it while the launch is in flight left
+	 * srun waiting for task exits that a cut node could not send). */
 	if (r->rc && r->job)
-		bcast_fail_now(r);
+		bcast_say_failure(r, &r->job->step_id);
 	return NULL;
 }
 
@@ -266,9 +265,8 @@ static int bcast_done(srun_job_t *job, slurm_opt_t *opt_local, bcast_run_t *r)
 	srun_opt_t *sropt = opt_local->srun_opt;
 
 	if (r->rc) {
-		if (!r->reported)
-			error("%s: Failed to broadcast '%s' for %ps: %s. Step launch aborted.",
-			      PREFIX, r->req.path, &job->step_id, r->err);
+		if (!r->job)	/* else bcast_thread said it */
+			bcast_say_failure(r, &job->step_id);
 	} else {
 		verbose("%s: %ps: broadcast %s to %s as %s", PREFIX,
 			&job->step_id, r->req.path, r->nodes, r->remote);
