@@ -73,7 +73,6 @@ class Network:
         self.bridge = "stb" + self.tag
         self.subnet = None
         self.addrs = {}
-        self.up = False
 
     # -- names ---------------------------------------------------------
     def ns(self, host):
@@ -113,7 +112,6 @@ class Network:
         hosts = list(self.subnet.hosts())
         self.addrs = {n: str(hosts[i]) for i, n in enumerate(self.nodes)}
         self.addrs[HEAD] = str(hosts[253])
-        self.up = True
         try:
             _ip("link", "add", self.bridge, "type", "bridge")
             # no STP delay: a port forwards as soon as it is up
@@ -156,17 +154,12 @@ class Network:
                 _ip("netns", "del", self.ns(h), check=False)
             _ip("link", "del", self._host_veth(h), check=False)
         _ip("link", "del", self.bridge, check=False)
-        self.up = False
 
     # -- faults --------------------------------------------------------
     def set_link(self, host, up):
         """Cut (up=False) or restore a host's link, as a pulled cable:
         from inside its namespace, so the switch side sees it too."""
         _ip("-n", self.ns(host), "link", "set", "eth0", "up" if up else "down")
-
-    def link_is_up(self, host):
-        out = _ip("-n", self.ns(host), "-o", "link", "show", "eth0").stdout
-        return ",UP" in out or "<UP" in out
 
     # -- figures -------------------------------------------------------
     def wire_ms(self, nbytes):

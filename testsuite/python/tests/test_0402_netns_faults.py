@@ -200,16 +200,15 @@ def _wait_all_live(c, timeout=90):
     node answers the machine manager and switches, resuming what it
     drained meanwhile."""
     def live():
-        for n in c.node_names():
-            if _drained_by_storm(c, n):
-                c.run(["scontrol", "update", "nodename=" + n, "state=resume"],
-                      check=False)
+        drained = [n for n in c.node_names() if _drained_by_storm(c, n)]
+        for n in drained:
+            c.run(["scontrol", "update", "nodename=" + n, "state=resume"],
+                  check=False)
         hdr, nodes, _ = g.mm_status(c)
-        return (len(nodes) == len(c.node_names()) and
+        return (not drained and len(nodes) == len(c.node_names()) and
                 all(v.get("state") == "live" and v.get("misses") == "0"
                     for v in nodes.values()) and
-                all(g.nm_gang(c, n)["failsafe"] == "no" for n in c.node_names()) and
-                not any(_drained_by_storm(c, n) for n in c.node_names()))
+                all(g.nm_gang(c, n)["failsafe"] == "no" for n in c.node_names()))
     g.wait_for(live, timeout, "every node live and switching")
 
 
