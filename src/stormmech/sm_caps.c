@@ -1,22 +1,18 @@
 /*
- * sm_caps.c - what the provider offers, and which path each mechanism
- * takes.  The table is filled once at open; mechanisms call through
- * ctx->path and never test the provider name.
+ * sm_caps.c - what the opened provider offers beyond tagged messages.
+ *
+ * Reported once at open (log line, storm_ctx_caps()) so that a site can
+ * see what its fabric could do; the mechanisms do not use it.  Every
+ * mechanism is a reduction or a pipeline over a tree of nodes, so native
+ * atomics or RMA events would save at most one software hop per node,
+ * and a second path would double what has to be tested on every
+ * provider.  Both mechanisms therefore run over messages, which every
+ * FI_EP_RDM provider has.
  */
 #include <string.h>
 #include <stdlib.h>
 
 #include "sm_internal.h"
-
-int sm_xfer_start_msg(struct storm_ctx *ctx, struct storm_op *op);
-int sm_caw_submit_msg(struct storm_ctx *ctx, struct storm_op *op, int ser);
-
-/* Message emulation: works on every FI_EP_RDM provider with FI_MSG. */
-const struct sm_path_ops sm_msg_path = {
-	.name = "msg",
-	.xfer_start = sm_xfer_start_msg,
-	.caw_submit = sm_caw_submit_msg,
-};
 
 static bool probe(struct storm_ctx *ctx, uint64_t caps, bool want_cq_data)
 {
@@ -49,14 +45,7 @@ void sm_caps_probe(struct storm_ctx *ctx)
 	c->native_atomics = probe(ctx, FI_MSG | FI_ATOMIC, false);
 	c->rma_event = probe(ctx, FI_MSG | FI_RMA | FI_RMA_EVENT, false);
 	c->remote_cq_data = probe(ctx, FI_MSG | FI_RMA, true);
-	/* Every mechanism is a reduction or a pipeline over a tree, so even
-	 * native atomics would save one software hop per node at most; the
-	 * message path is the only one implemented so far. */
-	ctx->path = &sm_msg_path;
-	c->xfer_path = ctx->path->name;
-	c->caw_path = ctx->path->name;
 	sm_log(ctx, STORM_LOG_INFO,
-	       "provider %s: atomics %d rma_event %d cq_data %d, path %s",
-	       c->provider, c->native_atomics, c->rma_event, c->remote_cq_data,
-	       ctx->path->name);
+	       "provider %s: atomics %d rma_event %d cq_data %d (mechanisms use messages)",
+	       c->provider, c->native_atomics, c->rma_event, c->remote_cq_data);
 }

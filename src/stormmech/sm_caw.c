@@ -233,7 +233,7 @@ int storm_caw(storm_ctx_t *ctx, const storm_set_t *set, int var,
 	/* the serializer may have a queue in front of us: twice the tree's
 	 * bound before we call it unreachable */
 	op->deadline_ns = sm_now_ns() + 2ull * op->timeout_ms * 1000000ull;
-	rc = ctx->path->caw_submit(ctx, op, ser);
+	rc = sm_caw_submit_msg(ctx, op, ser);
 	pthread_mutex_unlock(&ctx->lock);
 
 	if (rc) {

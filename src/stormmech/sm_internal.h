@@ -159,13 +159,11 @@ struct sm_tx {
 	struct sm_hdr hdr;
 };
 
-/* capability table: one entry per path, chosen at open */
-struct sm_path_ops {
-	const char *name;
-	int (*xfer_start)(struct storm_ctx *ctx, struct storm_op *op);
-	int (*caw_submit)(struct storm_ctx *ctx, struct storm_op *op, int ser);
-};
-extern const struct sm_path_ops sm_msg_path;
+/* Both mechanisms run over tagged messages (FI_MSG), which every
+ * FI_EP_RDM provider has; see sm_caps.c for why there is no RMA or
+ * native-atomic path. */
+int sm_xfer_start_msg(struct storm_ctx *ctx, struct storm_op *op);
+int sm_caw_submit_msg(struct storm_ctx *ctx, struct storm_op *op, int ser);
 
 struct sm_caw_req {
 	struct sm_hdr h;
@@ -217,7 +215,6 @@ struct storm_ctx {
 	int tx_posted;                   /* sends the provider has not completed */
 
 	storm_caps_t caps;
-	const struct sm_path_ops *path;
 
 	storm_log_f log_fn;
 	void *log_arg;

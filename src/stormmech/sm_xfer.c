@@ -308,7 +308,7 @@ static int xfer_begin(storm_ctx_t *ctx, const storm_set_t *set,
 			memmove(op->dst, src, len);
 	}
 	init_children(ctx, op);
-	rc = ctx->path->xfer_start(ctx, op);
+	rc = sm_xfer_start_msg(ctx, op);
 	/* the root as a member holds the block from the start */
 	if (!rc && member && (flags & STORM_XFER_ON_ARRIVAL))
 		commit_local(ctx, op);

@@ -258,9 +258,9 @@ typedef struct storm_caps {
 	bool native_atomics;      /* fi_compare_atomic uint64 */
 	bool rma_event;           /* FI_RMA_EVENT remote counters */
 	bool remote_cq_data;      /* FI_REMOTE_CQ_DATA */
-	const char *xfer_path;    /* path used by XFER-AND-SIGNAL: "msg" */
-	const char *caw_path;     /* path used by COMPARE-AND-WRITE: "msg" */
 } storm_caps_t;
+/* what the opened provider offers beyond messages (reported, not used:
+ * every mechanism runs over messages) */
 void storm_ctx_caps(storm_ctx_t *ctx, storm_caps_t *caps);
 
 typedef struct storm_stats {
