@@ -28,7 +28,9 @@
  * frozen) / (CPU/s of A+B alternating), A alone measured before and after
  * the sweep (their mean), as run-gang-bench does.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* CPU_SET, sched_setaffinity */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
