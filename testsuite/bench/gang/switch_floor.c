@@ -15,8 +15,8 @@
  * the strobe, its acknowledgements, the COMPARE-AND-WRITE confirmation, the
  * machine manager's thread in slurmctld.
  *
- * Why it exists: issue 5 asks for at most 2% slowdown at a 2 ms quantum.
- * On a host where the switching and the jobs share the same two cores, the
+ * Why it exists: the gang goal is at most 2% slowdown at a 2 ms quantum.
+ * On a host where the switching and the jobs share the same cores, the
  * switch itself takes a share of every quantum; this program measures that
  * share, so the benchmark can print what any implementation could reach.
  *
@@ -28,7 +28,9 @@
  * frozen) / (CPU/s of A+B alternating), A alone measured before and after
  * the sweep (their mean), as run-gang-bench does.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* CPU_SET, sched_setaffinity */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

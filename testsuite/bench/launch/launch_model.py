@@ -23,11 +23,10 @@ STORM (pipelined tree multicast in chunks):
 
   The shaped links of the measurements (tc tbf, harness/storm_netns.py)
   let a full bucket (`burst`, 1 MiB) through at once: a transfer there
-  can beat S/R by burst/R (measured: 4 MiB to one node in 140 ms at
-  200 Mbit/s, S/R 168 ms, (S - burst)/R 126 ms).  The fit therefore uses
+  can beat S/R by up to burst/R.  The fit therefore uses
   (S - burst)/R for the wire term of a measured point, so that `a` is the
   fixed cost and not the fixed cost less a rate-dependent credit (which
-  made it negative and the extrapolation to fast links meaningless); the
+  can be negative and makes the extrapolation to fast links meaningless); the
   extrapolation uses S/R (burst 0).
 
 sbcast (Slurm 22.05, src/common/file_bcast.c): the file goes in blocks

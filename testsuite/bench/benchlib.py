@@ -1,0 +1,228 @@
+"""What every benchmark under testsuite/bench shares: output, run metadata,
+JSON files, the matplotlib skeleton, CPU sampling, the built benchmark
+programs and the stopping of clusters on a signal.
+
+A script in a subdirectory imports it with
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import benchlib as bl
+"""
+import datetime
+import json
+import os
+import shlex
+import socket
+import sys
+import threading
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(BENCH, "..", ".."))
+HARNESS = os.path.join(TOP, "testsuite", "harness")
+DOC_BENCH = os.path.join(TOP, "doc", "bench")
+
+
+# ---------------------------------------------------------------- output
+
+def say(*a):
+    """A progress line, stamped with the wall-clock time."""
+    print(time.strftime("%H:%M:%S"), *a, flush=True)
+
+
+def show(text):
+    """Text as it is (tables, Markdown): no stamp, flushed at once."""
+    print(text, flush=True)
+
+
+# ---------------------------------------------------------- run metadata
+
+def host():
+    return socket.gethostname()
+
+
+def utc_date():
+    """Now, UTC, to the second: 2026-11-24T15:23:56Z."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def command_line():
+    """The command that ran, its script relative to the source tree."""
+    return " ".join(shlex.quote(a) for a in
+                    [os.path.relpath(os.path.abspath(sys.argv[0]), TOP)] + sys.argv[1:])
+
+
+def builddir():
+    """Where `make` built the tree: STORM_BUILDDIR, else the source tree."""
+    return os.path.abspath(os.environ.get("STORM_BUILDDIR", TOP))
+
+
+def use_harness():
+    """Make testsuite/harness importable (storm_cluster, storm_gang, ...)."""
+    if HARNESS not in sys.path:
+        sys.path.insert(0, HARNESS)
+
+
+# ------------------------------------------------------------ JSON files
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def save_json(path, data, indent=1):
+    """Write through a temporary file, so that an interrupted write never
+    leaves a truncated JSON in place of the last good one."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=indent)
+    os.replace(tmp, path)
+
+
+def png_beside(js):
+    """The plot's file for a JSON file: gang.json -> gang.png."""
+    return (js[:-len(".json")] if js.endswith(".json") else js) + ".png"
+
+
+# -------------------------------------------------------------- plotting
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display), or None when
+    this python has no matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def figure(nrows, ncols, size, **kw):
+    """A figure and its axes; ImportError without matplotlib."""
+    plt = pyplot()
+    if plt is None:
+        raise ImportError("matplotlib")
+    return plt.subplots(nrows, ncols, figsize=size, **kw)
+
+
+def save_figure(fig, png, title=None, fontsize=None):
+    """Lay out, title, write (dpi 110) and free the figure."""
+    if title:
+        fig.suptitle(title, **({"fontsize": fontsize} if fontsize else {}))
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    pyplot().close(fig)
+
+
+def plot_or_say(plot, *args):
+    """Draw with plot(*args); True if it drew.  Without matplotlib the run
+    still has its JSON: say so and go on."""
+    try:
+        plot(*args)
+        return True
+    except ImportError:
+        say("matplotlib missing (apt-get install python3-matplotlib): no plot")
+        return False
+
+
+# ------------------------------------------------------------------ CPU
+
+def cpu_ns(pid):
+    """CPU time (ns) a task has run, from /proc/PID/schedstat; None when
+    the task is gone or the file unreadable (a caller that sums treats
+    None as 0)."""
+    try:
+        with open("/proc/%d/schedstat" % pid) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_times():
+    """(total, idle) jiffies of the whole host from /proc/stat (not
+    namespaced); idle includes iowait, guest time is inside user."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v), v[3] + v[4]
+
+
+def cpu_busy(before, after):
+    """The share of the host's CPUs busy between two cpu_times()."""
+    total, idle = after[0] - before[0], after[1] - before[1]
+    return 1.0 - idle / total if total > 0 else None
+
+
+class CpuSampler:
+    """/proc/stat every `period` s in a thread while a command runs, so
+    that the host's CPU share can be taken over any part of the run
+    afterwards (a context manager)."""
+
+    def __init__(self, period=0.005):
+        self.period, self.samples = period, []
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.samples.append((time.monotonic(),) + cpu_times())
+            self.stop.wait(self.period)
+        self.samples.append((time.monotonic(),) + cpu_times())
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+
+    def busy(self, t0, t1):
+        """Share of the host's CPUs busy between the samples nearest to t0
+        and t1, or None when the window holds fewer than two."""
+        inside = [x for x in self.samples if t0 - self.period <= x[0] <= t1 + self.period]
+        if len(inside) < 2:
+            return None
+        return cpu_busy(inside[0][1:], inside[-1][1:])
+
+
+# ------------------------------------------------- built bench programs
+
+def program(name):
+    """The benchmark program `name` built by `make` (testsuite/bench/
+    Makefile.am) in builddir(); exits with a clear message if absent."""
+    exe = os.path.join(builddir(), "testsuite", "bench", name)
+    if not os.access(exe, os.X_OK):
+        raise SystemExit("%s: no %s: run make first (./configure && make, or "
+                         "contribs/bootstrap.sh; STORM_BUILDDIR for a build elsewhere)"
+                         % (os.path.basename(sys.argv[0]), exe))
+    return exe
+
+
+# ------------------------------------------------ stopping on a signal
+
+def stop_on_signals():
+    """SIGTERM, SIGHUP and SIGINT raise SystemExit(128 + signal) in the
+    main thread, once, and are ignored after it, so that `finally` blocks
+    stop the clusters and processes the run started and their teardown is
+    not cut short (the harness's storm_cluster.stop_clusters_on_signals;
+    a run ended by `timeout`, a closed terminal or a pipe reader that quit
+    would otherwise leave whole clusters running)."""
+    use_harness()
+    import storm_cluster
+    storm_cluster.stop_clusters_on_signals()
+
+
+def interrupted(e):
+    """Whether exception e is the end of the run by a signal or Ctrl-C."""
+    return isinstance(e, (KeyboardInterrupt, SystemExit))
+
+
+def stop_cluster(c):
+    """Stop cluster c (its own stop blocks the teardown signals); a
+    failure to stop is said, not raised, so that the run keeps its data."""
+    try:
+        c.stop()
+    except Exception as e:  # noqa: BLE001
+        say("stop:", e)
