@@ -354,6 +354,12 @@ void storm_ctx_close(storm_ctx_t *ctx)
 		ctx->pend = tx->next;
 		free(tx);
 	}
+	/* sends to a peer that died may never complete */
+	while (ctx->posted) {
+		struct sm_tx *tx = ctx->posted;
+		ctx->posted = tx->posted_next;
+		free(tx);
+	}
 	for (int i = 0; ctx->rx && i < ctx->nrx; i++)
 		free(ctx->rx[i].buf);
 	free(ctx->rx);

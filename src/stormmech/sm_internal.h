@@ -155,6 +155,7 @@ struct sm_tx {
 	size_t plen;
 	struct sm_tx *next;     /* in ctx->pend */
 	bool posted;            /* handed to the provider: counted in tx_posted */
+	struct sm_tx *posted_prev, *posted_next; /* in ctx->posted */
 	uint64_t queued_ns;
 	struct sm_hdr hdr;
 };
@@ -213,6 +214,8 @@ struct storm_ctx {
 
 	struct sm_tx *pend, *pend_tail;  /* sends waiting for EAGAIN */
 	int tx_posted;                   /* sends the provider has not completed */
+	struct sm_tx *posted;            /* those sends: freed at close when a
+					  * peer died and no completion came */
 
 	storm_caps_t caps;
 

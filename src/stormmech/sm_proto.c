@@ -102,6 +102,11 @@ static int post_tx(struct storm_ctx *ctx, struct sm_tx *tx)
 	if (!rc) {
 		tx->posted = true;
 		ctx->tx_posted++;
+		tx->posted_prev = NULL;
+		tx->posted_next = ctx->posted;
+		if (ctx->posted)
+			ctx->posted->posted_prev = tx;
+		ctx->posted = tx;
 	}
 	return rc;
 }

@@ -645,8 +645,15 @@ void sm_xfer_tx_done(struct storm_ctx *ctx, struct sm_tx *tx, int err)
 {
 	struct storm_op *op = tx->op;
 
-	if (tx->posted)
+	if (tx->posted) {
 		ctx->tx_posted--;
+		if (tx->posted_prev)
+			tx->posted_prev->posted_next = tx->posted_next;
+		else
+			ctx->posted = tx->posted_next;
+		if (tx->posted_next)
+			tx->posted_next->posted_prev = tx->posted_prev;
+	}
 	if (op) {
 		op->refs--;
 		if (tx->child >= 0 && tx->child < op->tree.nchild) {
