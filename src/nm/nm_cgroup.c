@@ -16,9 +16,9 @@
  * sleeps where the kernel cannot freeze it in place (a shell in wait4,
  * srun's poll and pipe threads) wakes it into the refrigerator, and
  * thawing wakes it again.  A job script's shell and srun sleep like that
- * the whole job, so freezing them cost every quantum eight wake-ups on the
- * job's first node: at 2 ms quanta the gang benchmark's pair lost 2.9% of
- * its CPU, and 1.6% with the batch steps left alone (same run).  The
+ * the whole job, so freezing them costs every quantum several wake-ups on
+ * the job's first node, which at millisecond quanta is a visible share of
+ * the job's CPU; leaving the batch step alone takes most of that away.  The
  * batch step is made idle-class outside the job's slots instead
  * (nm_gang.c), which costs a sleeping process nothing.  And the job's
  * slurmstepds, which Slurm keeps in the job's own cgroup, are never
@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "nm.h"
-#include "nm_gang.h"
+#include "nm_cgroup.h"
 
 static int cg_version;		/* 1 or 2 */
 static char cg_mnt[1024] = "/sys/fs/cgroup";

@@ -61,6 +61,7 @@
 #include <slurm/slurm.h>
 
 #include "src/common/storm_gang.h"
+#include "nm_cgroup.h"
 #include "nm_gang.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
