@@ -215,15 +215,16 @@ static bool pause_us(long us)
 {
 	struct timespec ts;
 	bool go;
+	int rc = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += us * 1000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&R.lock);
-	while (!R.stop &&
-	       pthread_cond_timedwait(&R.wake, &R.lock, &ts) != ETIMEDOUT)
-		;
+	/* 0: woken early (spuriously); ETIMEDOUT, or an error: done */
+	while (!R.stop && !rc)
+		rc = pthread_cond_timedwait(&R.wake, &R.lock, &ts);
 	go = !R.stop;
 	pthread_mutex_unlock(&R.lock);
 	return go;
