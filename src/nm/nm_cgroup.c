@@ -20,14 +20,14 @@
  * the job's first node, which at millisecond quanta is a visible share of
  * the job's CPU; leaving the batch step alone takes most of that away.  The
  * batch step is made idle-class outside the job's slots instead
- * (nm_gang.c), which costs a sleeping process nothing.  And the job's
+ * (nm_gang_job.c), which costs a sleeping process nothing.  And the job's
  * slurmstepds, which Slurm keeps in the job's own cgroup, are never
  * frozen.
  *
  * Slurm's own suspend (scontrol suspend) freezes the same step cgroups
  * (cgroup_p_step_suspend, src/plugins/cgroup/v1/cgroup_v1.c): the machine
  * manager marks a suspended job "held" in the table, and the NM then
- * freezes its steps once and leaves them to Slurm (nm_gang.c).  v2 still
+ * freezes its steps once and leaves them to Slurm (nm_gang_job.c).  v2 still
  * freezes the job level, which composes with Slurm's step-level suspend
  * by itself (cgroup.freeze is per cgroup, the effective state inherited),
  * and freezes the job's slurmstepds with it.

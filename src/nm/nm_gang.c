@@ -40,7 +40,7 @@
  * strobe's skew plus timer jitter, and a new strobe replaces the rest.
  *
  * A job Slurm suspended (scontrol suspend) is "held" in the table: the NM
- * leaves it to Slurm until it resumes (hold()).
+ * leaves it to Slurm until it resumes (nm_gang_job_hold(), nm_gang_job.c).
  *
  * Fail-safe (fail open, nm_failsafe.c): if no strobe arrives for FailSafe,
  * every job this NM froze is thawed and every job it made idle-class is
@@ -64,56 +64,15 @@
 #include "nm_cgroup.h"
 #include "nm_failsafe.h"
 #include "nm_gang.h"
+#include "nm_gang_job.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
 #define NM_GANG_WAIT_MIN_MS 5		/* fail-safe check, at the soonest */
 #define NM_GANG_WAIT_MAX_MS 250		/* and at the latest */
-/* An absent job cgroup (the job is still starting here) is looked for
- * again at the first strobe after this; on a timer rather than every few
- * strobes, which at 120 s quanta meant 16 minutes. */
-#define NM_GANG_RETRY_NS 50000000ULL
-/* v1: a step a job starts has a cgroup of its own, unfrozen: a freeze
- * looks for new steps, but at most this often per job, and while a job is
- * frozen the watcher looks this often, so a step started outside its
- * job's slots runs at most this long beside the other slot.  Not at every
- * freeze: an open and read of the job's cgroup.procs at every freeze (the
- * stepd look this replaced) was measurably part of a node manager's CPU
- * at 20 ms quanta, and a directory read is the same kind of work. */
-#define NM_GANG_SCAN_MS 100
-#define NM_GANG_SCAN_NS (NM_GANG_SCAN_MS * 1000000ULL)
 /* The switch trace (gang-trace): 8 s of switches at 2 ms quanta; the
  * benchmark reads it after a 5 s window. */
 #define NM_GANG_TRACE 4096
-
-/* A step cgroup of a job (v1). */
-typedef struct gstep {
-	char name[48];		/* "step_0", "step_batch", ... */
-	int fd;			/* its freezer.state */
-	bool batch;
-	bool seen;		/* found by the last scan */
-} gstep_t;
-
-typedef struct gjob {
-	uint32_t job_id, uid, mask;
-	uint32_t how;		/* STORM_GANG_SWITCH_* from the table */
-	int fd;			/* v2: job-level freeze control; or -1 */
-	int dir_fd;		/* v1: its freezer directory; or -1 */
-	gstep_t *steps;		/* v1: its step cgroups here */
-	int nsteps, capsteps;
-	bool batch;		/* v1: its batch step is on this node */
-	bool frozen;		/* switched out by us (frozen steps) */
-	bool stale;		/* frozen may not be true: write it next time */
-	nm_cg_idle_t *cpu;	/* its cpu.idle (flexible; gang: the batch
-				 * step's), NULL if none */
-	bool idle;		/* made idle-class by us */
-	bool no_idle;		/* cpu.idle unavailable: freeze instead */
-	bool held;		/* suspended by Slurm: left to Slurm */
-	uint64_t synced_ns;	/* last move of its processes (v1) */
-	uint64_t scan_ns;	/* last look for its steps (v1) */
-	bool listed;		/* in the current table */
-	uint64_t retry_ns;	/* look for its cgroup again after this */
-} gjob_t;
 
 /* One switch: a strobe's (q 0) or the q-th one timed after it. */
 typedef struct trace {
@@ -135,13 +94,14 @@ static struct gang {
 	pthread_cond_t wake;		/* wakes the watcher (CLOCK_MONOTONIC) */
 	bool sync_ready;
 
-	gjob_t *jobs;
+	nm_gang_job_t *jobs;
 	int njobs, capjobs;
 	storm_gang_strobe_t last;	/* last strobe applied */
 	uint64_t table_gen;		/* generation applied */
 	void *table_buf;		/* private copy of the table */
 	nm_failsafe_t failsafe;		/* last strobe, fail-safe open */
-	uint64_t nstrobes, nfreeze, nthaw, nidle, nsubs;
+	nm_gang_counts_t counts;	/* freezes, thaws, idles */
+	uint64_t nstrobes, nsubs;
 	trace_t ring[NM_GANG_TRACE];
 	uint64_t ring_n;
 	/* The rest of a strobe that covers several quanta: sub_left more
@@ -159,7 +119,7 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-static gjob_t *find_job(uint32_t job_id)
+static nm_gang_job_t *find_job(uint32_t job_id)
 {
 	for (int i = 0; i < G.njobs; i++)
 		if (G.jobs[i].job_id == job_id)
@@ -167,13 +127,13 @@ static gjob_t *find_job(uint32_t job_id)
 	return NULL;
 }
 
-static gjob_t *add_job(uint32_t job_id, uint32_t uid)
+static nm_gang_job_t *add_job(uint32_t job_id, uint32_t uid)
 {
-	gjob_t *j;
+	nm_gang_job_t *j;
 
 	if (G.njobs == G.capjobs) {
 		int cap = G.capjobs ? G.capjobs * 2 : 64;
-		gjob_t *n = realloc(G.jobs, cap * sizeof(*n));
+		nm_gang_job_t *n = realloc(G.jobs, cap * sizeof(*n));
 
 		if (!n)
 			return NULL;
@@ -181,305 +141,14 @@ static gjob_t *add_job(uint32_t job_id, uint32_t uid)
 		G.capjobs = cap;
 	}
 	j = &G.jobs[G.njobs++];
-	memset(j, 0, sizeof(*j));
-	j->job_id = job_id;
-	j->uid = uid;
-	j->fd = -1;
-	j->dir_fd = -1;
+	nm_gang_job_init(j, job_id, uid);
 	return j;
 }
 
-static bool present(const gjob_t *j)
+static void drop_job(nm_gang_job_t *j)
 {
-	return j->fd >= 0 || j->dir_fd >= 0;
-}
-
-static void close_job(gjob_t *j)
-{
-	if (j->fd >= 0)
-		close(j->fd);
-	if (j->dir_fd >= 0)
-		close(j->dir_fd);
-	for (int i = 0; i < j->nsteps; i++)
-		close(j->steps[i].fd);
-	j->fd = j->dir_fd = -1;
-	j->nsteps = 0;
-	j->batch = false;
-}
-
-static void drop_job(gjob_t *j)
-{
-	close_job(j);
-	free(j->steps);
-	nm_cg_idle_close(j->cpu);
+	nm_gang_job_release(j);
 	*j = G.jobs[--G.njobs];
-}
-
-/* The job is gone from this node (its cgroup went): forget its cgroups,
- * look again later (a job that had not started here yet comes back). */
-static void job_left(gjob_t *j, int rc)
-{
-	nm_verbose("gang: job %u: its cgroup is gone (%s); the job left this node",
-		   j->job_id, strerror(-rc));
-	close_job(j);
-	j->frozen = false;
-	j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
-}
-
-/* v1: is this step frozen with the others?  The batch step only where it
- * cannot be made idle-class instead (see nm_cgroup.c for why). */
-static bool step_freezes(const gjob_t *j, const gstep_t *s)
-{
-	return !s->batch || j->no_idle || j->how != STORM_GANG_SWITCH_FREEZE;
-}
-
-static void remove_step(gjob_t *j, int i)
-{
-	close(j->steps[i].fd);
-	j->steps[i] = j->steps[--j->nsteps];
-}
-
-static void step_found(const char *name, void *arg)
-{
-	gjob_t *j = arg;
-	gstep_t *s;
-	int fd;
-
-	for (int i = 0; i < j->nsteps; i++) {
-		if (!strcmp(j->steps[i].name, name)) {
-			j->steps[i].seen = true;
-			j->batch |= j->steps[i].batch;
-			return;
-		}
-	}
-	if (j->nsteps == j->capsteps) {
-		int cap = j->capsteps ? j->capsteps * 2 : 4;
-		gstep_t *n = realloc(j->steps, cap * sizeof(*n));
-
-		if (!n)
-			return;		/* the next scan tries again */
-		j->steps = n;
-		j->capsteps = cap;
-	}
-	if ((fd = nm_cg_step_open(j->dir_fd, name)) < 0)
-		return;			/* ending already, or the next scan */
-	s = &j->steps[j->nsteps++];
-	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->fd = fd;
-	s->seen = true;
-	s->batch = !strcmp(name, "step_batch");
-	j->batch |= s->batch;
-	/* a step that started while its job is out of its slots joins it */
-	if (j->frozen && step_freezes(j, s))
-		(void) nm_cg_write(fd, true);
-}
-
-/* v1: bring the job's steps up to date, if the last look is older than
- * `every` ns; 0, or -errno when the job's cgroup is gone. */
-static int scan_steps(gjob_t *j, uint64_t every)
-{
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
-	int rc;
-
-	if (j->dir_fd < 0 || now - j->scan_ns < every)
-		return 0;
-	j->scan_ns = now;
-	j->batch = false;
-	for (int i = 0; i < j->nsteps; i++)
-		j->steps[i].seen = false;
-	if ((rc = nm_cg_job_steps(j->dir_fd, step_found, j)) < 0)
-		return rc;
-	for (int i = 0; i < j->nsteps;) {
-		if (!j->steps[i].seen) {
-			remove_step(j, i);
-			continue;
-		}
-		i++;
-	}
-	return 0;
-}
-
-/* Find the job's cgroups on this node; retried later if absent. */
-static void open_job(gjob_t *j, uint64_t now)
-{
-	int fd;
-
-	if (nm_cg_version() == 1) {
-		if ((fd = nm_cg_job_dir_open(j->job_id, j->uid)) >= 0) {
-			j->dir_fd = fd;
-			j->scan_ns = 0;
-			if (scan_steps(j, 0)) {
-				close_job(j);
-				fd = -1;
-			}
-		}
-	} else {
-		fd = j->fd = nm_cg_job_open(j->job_id, j->uid);
-	}
-	if (fd < 0)
-		j->retry_ns = now + NM_GANG_RETRY_NS;
-}
-
-/* Freeze or thaw one job: v1 its steps, v2 the job level.  A vanished
- * cgroup means the job (v2), or one of its steps (v1), ended here. */
-static void set_frozen(gjob_t *j, bool frozen)
-{
-	int rc;
-
-	if (!present(j) || (j->frozen == frozen && !j->stale))
-		return;
-	if (j->dir_fd >= 0) {
-		if (frozen && (rc = scan_steps(j, NM_GANG_SCAN_NS))) {
-			job_left(j, rc);
-			return;
-		}
-		for (int i = 0; i < j->nsteps;) {
-			gstep_t *s = &j->steps[i];
-
-			if (step_freezes(j, s) &&
-			    (rc = nm_cg_write(s->fd, frozen))) {
-				nm_debug("gang: job %u: %s of %s failed (%s); the step ended",
-					 j->job_id, frozen ? "freeze" : "thaw",
-					 s->name, strerror(-rc));
-				remove_step(j, i);
-				continue;
-			}
-			i++;
-		}
-	} else if ((rc = nm_cg_write(j->fd, frozen))) {
-		job_left(j, rc);
-		return;
-	}
-	j->frozen = frozen;
-	j->stale = false;
-	if (frozen)
-		G.nfreeze++;
-	else
-		G.nthaw++;
-}
-
-/*
- * Idle-class outside its slots: flexible jobs, and gang jobs' batch steps
- * (v1).  Its processes are (re)collected when it is demoted, at most every
- * NM_GANG_SYNC_NS, so a new step's tasks are demoted within that.
- */
-#define NM_GANG_SYNC_NS 100000000ULL
-
-static void set_idle(gjob_t *j, bool idle)
-{
-	if (!j->cpu || j->idle == idle)
-		return;
-	if (idle) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
-
-		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
-			nm_cg_idle_sync(j->cpu, j->how == STORM_GANG_SWITCH_FREEZE);
-			j->synced_ns = now;
-		}
-	}
-	if (nm_cg_idle_write(j->cpu, idle)) {
-		nm_verbose("gang: job %u: cpu.idle write failed (%m); it is switched by freezing",
-			   j->job_id);
-		nm_cg_idle_close(j->cpu);
-		j->cpu = NULL;
-		j->idle = false;
-		j->no_idle = true;
-		j->stale = true;	/* its batch step freezes from now on */
-		return;
-	}
-	j->idle = idle;
-	if (idle)
-		G.nidle++;
-}
-
-/* Has the job its cpu.idle open?  Opened at the first need; where it is
- * missing the job is frozen instead, and the NM says so once per job. */
-static bool has_cpu_idle(gjob_t *j)
-{
-	if (j->no_idle || !present(j))
-		return false;
-	if (!j->cpu && !(j->cpu = nm_cg_idle_open(j->job_id, j->uid))) {
-		nm_info("gang: job %u: no cpu.idle on this node (%m); its %s is switched by freezing",
-			j->job_id, j->how == STORM_GANG_SWITCH_IDLE ?
-			"flexible policy" : "batch step");
-		j->no_idle = true;
-		return false;
-	}
-	return true;
-}
-
-/*
- * A gang job's batch step (v1) is idle-class for as long as the job shares
- * its nodes, in its slots too: set once, not at every switch (a cpu.idle
- * write per quantum cost measurably at 2 ms).  Outside its slots it so
- * gets only what the running slot leaves, and in them it runs beside its
- * own job's steps; a job script mostly waits for srun.
- */
-static bool batch_idle(gjob_t *j)
-{
-	return j->batch && j->how == STORM_GANG_SWITCH_FREEZE &&
-	       j->mask != STORM_GANG_ALL_SLOTS && has_cpu_idle(j);
-}
-
-/* Out of its slots: flexible jobs idle-class, gang jobs frozen (v1: but
- * the batch step).  Freeze first, then demote the rest. */
-static void switch_out(gjob_t *j)
-{
-	if (j->how == STORM_GANG_SWITCH_IDLE && has_cpu_idle(j)) {
-		set_frozen(j, false);
-		set_idle(j, true);
-		return;
-	}
-	set_frozen(j, true);
-	set_idle(j, batch_idle(j));
-}
-
-static void switch_in(gjob_t *j)
-{
-	set_idle(j, batch_idle(j));
-	set_frozen(j, false);
-}
-
-/*
- * Slurm suspended the job (scontrol suspend; the table says "hold"): it is
- * Slurm's until it resumes.  v1: Slurm froze the same step cgroups we
- * switch, so its freeze may have landed while ours held them, and a thaw
- * of ours since would have resumed them: each step is frozen once more,
- * then none is counted ours.  v2: our job-level freeze goes; Slurm's
- * step-level one stays.
- */
-static void hold(gjob_t *j)
-{
-	if (j->held)
-		return;
-	set_idle(j, false);
-	if (j->dir_fd >= 0) {
-		(void) scan_steps(j, 0);
-		for (int i = 0; i < j->nsteps; i++)
-			(void) nm_cg_write(j->steps[i].fd, true);
-		j->frozen = false;
-	} else {
-		set_frozen(j, false);
-	}
-	j->held = true;
-	if (present(j))
-		nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
-			j->job_id);
-}
-
-/* Resumed by Slurm: its cgroups are written afresh at the next switch
- * (Slurm thawed them; a late hold of ours may have frozen them since). */
-static void unhold(gjob_t *j)
-{
-	if (!j->held)
-		return;
-	j->held = false;
-	if (!present(j))
-		return;
-	j->frozen = true;
-	j->stale = true;
-	nm_info("gang: job %u resumed by Slurm: switched again", j->job_id);
 }
 
 /* Fail open: nothing frozen, nothing idle-class (nm_failsafe_thaw_f);
@@ -492,8 +161,8 @@ static int thaw_all(void *arg)
 	for (int i = 0; i < G.njobs; i++) {
 		if (G.jobs[i].frozen || G.jobs[i].idle)
 			n++;
-		set_frozen(&G.jobs[i], false);
-		set_idle(&G.jobs[i], false);
+		nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
+		nm_gang_job_set_idle(&G.jobs[i], false, &G.counts);
 	}
 	return n;
 }
@@ -534,19 +203,19 @@ static uint32_t apply(uint32_t slot)
 	if (t->magic == STORM_GANG_MAGIC) {
 		for (uint32_t k = 0; k < t->njobs; k++) {
 			const storm_gang_job_t *e = &t->jobs[k];
-			gjob_t *j = find_job(e->job_id);
+			nm_gang_job_t *j = find_job(e->job_id);
 
 			if (!j && !(j = add_job(e->job_id, e->uid)))
 				continue;
 			j->listed = true;
 			j->mask = e->slot_mask;
-			if (!present(j) && now >= j->retry_ns)
-				open_job(j, now);
+			if (!nm_gang_job_present(j) && now >= j->retry_ns)
+				nm_gang_job_open(j, now);
 			if (e->how == STORM_GANG_SWITCH_HOLD) {
-				hold(j);
+				nm_gang_job_hold(j, &G.counts);
 				continue;
 			}
-			unhold(j);
+			nm_gang_job_unhold(j);
 			if (j->how != e->how)
 				j->stale = true;	/* the batch step may change */
 			j->how = e->how;
@@ -555,7 +224,7 @@ static uint32_t apply(uint32_t slot)
 	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
 	for (int i = 0; i < G.njobs;) {
 		if (!G.jobs[i].listed) {
-			set_frozen(&G.jobs[i], false);
+			nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
 			drop_job(&G.jobs[i]);
 			continue;
 		}
@@ -563,10 +232,10 @@ static uint32_t apply(uint32_t slot)
 	}
 	for (int i = 0; i < G.njobs; i++)
 		if (!G.jobs[i].held && !(G.jobs[i].mask & bit))
-			switch_out(&G.jobs[i]);
+			nm_gang_job_switch_out(&G.jobs[i], &G.counts);
 	for (int i = 0; i < G.njobs; i++)
 		if (!G.jobs[i].held && (G.jobs[i].mask & bit))
-			switch_in(&G.jobs[i]);
+			nm_gang_job_switch_in(&G.jobs[i], &G.counts);
 	for (int i = 0; i < G.njobs; i++)
 		if (G.jobs[i].frozen)
 			nfrozen++;
@@ -683,8 +352,8 @@ static bool scan_frozen_jobs(void)
 		if (!G.jobs[i].frozen)
 			continue;
 		any = true;
-		if ((rc = scan_steps(&G.jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
-			job_left(&G.jobs[i], rc);
+		if ((rc = nm_gang_job_scan(&G.jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
+			nm_gang_job_left(&G.jobs[i], rc);
 	}
 	return any;
 }
@@ -738,20 +407,6 @@ static void *watcher_thread(void *arg)
 	return NULL;
 }
 
-/* A job's word in the "gang" line. */
-static const char *job_state(const gjob_t *j)
-{
-	if (!present(j))
-		return "absent";
-	if (j->held)
-		return "held";
-	if (j->frozen)
-		return "frozen";
-	if (j->idle && j->how == STORM_GANG_SWITCH_IDLE)
-		return "idle";
-	return "running";
-}
-
 /* "gang": one line of state for stormctl and tests. */
 static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)
@@ -774,15 +429,16 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     G.njobs, nfrozen, nidle_now, nbatch_idle,
 		     (unsigned long long) G.nstrobes,
 		     (unsigned long long) G.nsubs,
-		     (unsigned long long) G.nfreeze, (unsigned long long) G.nthaw,
-		     (unsigned long long) G.nidle,
+		     (unsigned long long) G.counts.freezes,
+		     (unsigned long long) G.counts.thaws,
+		     (unsigned long long) G.counts.idles,
 		     G.failsafe.open ? "open" : "no",
 		     (unsigned long long) G.failsafe.nevents,
 		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
 					    G.failsafe.last_strobe_ns) / 1000000));
 	for (int i = 0; i < G.njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s",
-			      G.jobs[i].job_id, job_state(&G.jobs[i]),
+			      G.jobs[i].job_id, nm_gang_job_state(&G.jobs[i]),
 			      G.jobs[i].mask == STORM_GANG_ALL_SLOTS ?
 			      "(alone)" : "");
 	pthread_mutex_unlock(&G.lock);
