@@ -16,18 +16,18 @@
  * sleeps where the kernel cannot freeze it in place (a shell in wait4,
  * srun's poll and pipe threads) wakes it into the refrigerator, and
  * thawing wakes it again.  A job script's shell and srun sleep like that
- * the whole job, so freezing them cost every quantum eight wake-ups on the
- * job's first node: at 2 ms quanta the gang benchmark's pair lost 2.9% of
- * its CPU, and 1.6% with the batch steps left alone (same run).  The
+ * the whole job, so freezing them costs every quantum several wake-ups on
+ * the job's first node, which at millisecond quanta is a visible share of
+ * the job's CPU; leaving the batch step alone takes most of that away.  The
  * batch step is made idle-class outside the job's slots instead
- * (nm_gang.c), which costs a sleeping process nothing.  And the job's
+ * (nm_gang_job.c), which costs a sleeping process nothing.  And the job's
  * slurmstepds, which Slurm keeps in the job's own cgroup, are never
  * frozen.
  *
  * Slurm's own suspend (scontrol suspend) freezes the same step cgroups
  * (cgroup_p_step_suspend, src/plugins/cgroup/v1/cgroup_v1.c): the machine
  * manager marks a suspended job "held" in the table, and the NM then
- * freezes its steps once and leaves them to Slurm (nm_gang.c).  v2 still
+ * freezes its steps once and leaves them to Slurm (nm_gang_job.c).  v2 still
  * freezes the job level, which composes with Slurm's step-level suspend
  * by itself (cgroup.freeze is per cgroup, the effective state inherited),
  * and freezes the job's slurmstepds with it.
@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "nm.h"
-#include "nm_gang.h"
+#include "nm_cgroup.h"
 
 static int cg_version;		/* 1 or 2 */
 static char cg_mnt[1024] = "/sys/fs/cgroup";

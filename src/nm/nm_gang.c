@@ -6,20 +6,20 @@
  * fabric's real-time progress thread calls on_commit(), which freezes the
  * jobs that do not run in the new slot, then thaws the ones that do (v1:
  * their step cgroups, the batch step made idle-class instead; v2: the job
- * level; nm_cgroup.c says why), and
- * stores the strobe's epoch in STORM_GANG_VAR_APPLIED for the MM's
- * COMPARE-AND-WRITE.  A second thread watches for the fail-safe and times
- * the switches between strobes (StrobeInterval, below).  See
- * storm_gang.h for the wire format.
+ * level; nm_cgroup.c says why), and stores the strobe's epoch in
+ * STORM_GANG_VAR_APPLIED for the MM's COMPARE-AND-WRITE.  A second thread,
+ * the watcher, times the switches between strobes (StrobeInterval, below),
+ * looks for new steps of frozen jobs and checks the fail-safe
+ * (nm_failsafe.c).  See storm_gang.h for the wire format.
  *
  * Why freeze first, then thaw: the two gangs must not run at once on a
- * node; a v1 freeze takes effect within ~100 us (baselines.md section 5),
- * so the overlap is that, not the whole quantum.
+ * node; a v1 freeze takes effect within about 100 us on this kind of
+ * host, so the overlap is that, not the whole quantum.
  *
- * Why real-time threads: measured on this host, a freeze issued from an
- * ordinary thread on a busy node waits 4-8 ms for a scheduler tick; from a
- * real-time thread it takes 20-170 us.  Both threads sleep between
- * strobes, so they do not compete with the jobs they switch.
+ * Why real-time threads: a freeze issued from an ordinary thread on a busy
+ * node waits milliseconds for a scheduler tick; from a real-time thread it
+ * takes tens of microseconds.  Both threads sleep between strobes, so they
+ * do not compete with the jobs they switch.
  *
  * Policy=flexible jobs (table entry how = STORM_GANG_SWITCH_IDLE) are not
  * frozen outside their slots but made idle-class (cpu.idle = 1,
@@ -34,20 +34,19 @@
  * watcher thread (real-time, on an absolute CLOCK_MONOTONIC deadline).
  * Why: on a host where the jobs, the node managers and slurmctld share the
  * cores, a strobe costs every job the wake-ups and loopback sends of all
- * of them (about 0.25 CPU-s/s at 2 ms quanta on the 2-core reference
- * host), while a timed switch costs one freeze and one thaw
- * (testsuite/bench/gang/switch_floor.c: 0.7% at 2 ms).  The nodes stay in
+ * of them, while a timed switch costs one freeze and one thaw (the floor
+ * testsuite/bench/gang/switch_floor.c measures).  The nodes stay in
  * step: each anchors on its own strobe arrival, so the sub-quanta keep the
  * strobe's skew plus timer jitter, and a new strobe replaces the rest.
  *
  * A job Slurm suspended (scontrol suspend) is "held" in the table: the NM
- * leaves it to Slurm until it resumes (hold()).
+ * leaves it to Slurm until it resumes (nm_gang_job_hold(), nm_gang_job.c).
  *
- * Fail-safe (fail open): if no strobe arrives for FailSafe, every job this
- * NM froze is thawed and every job it made idle-class is back to normal,
- * and so at exit; at start, job cgroups that an earlier NM of this node
- * left frozen or idle-class are restored.  A job is never left frozen
- * because a controller or a node manager died.
+ * Fail-safe (fail open, nm_failsafe.c): if no strobe arrives for FailSafe,
+ * every job this NM froze is thawed and every job it made idle-class is
+ * back to normal, and so at exit; at start, job cgroups that an earlier NM
+ * of this node left frozen or idle-class are restored.  A job is never
+ * left frozen because a controller or a node manager died.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,57 +60,19 @@
 #include <slurm/slurm.h>
 
 #include "src/common/storm_gang.h"
+#include "nm.h"
+#include "nm_cgroup.h"
+#include "nm_failsafe.h"
 #include "nm_gang.h"
+#include "nm_gang_job.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
 #define NM_GANG_WAIT_MIN_MS 5		/* fail-safe check, at the soonest */
 #define NM_GANG_WAIT_MAX_MS 250		/* and at the latest */
-/* An absent job cgroup (the job is still starting here) is looked for
- * again at the first strobe after this; on a timer rather than every few
- * strobes, which at 120 s quanta meant 16 minutes. */
-#define NM_GANG_RETRY_NS 50000000ULL
-/* v1: a step a job starts has a cgroup of its own, unfrozen: a freeze
- * looks for new steps, but at most this often per job, and while a job is
- * frozen the watcher looks this often, so a step started outside its
- * job's slots runs at most this long beside the other slot.  Not at every
- * freeze: an open and read of the job's cgroup.procs at every freeze (the
- * stepd look this replaced) was measurably part of a node manager's CPU
- * at 20 ms quanta, and a directory read is the same kind of work. */
-#define NM_GANG_SCAN_MS 100
-#define NM_GANG_SCAN_NS (NM_GANG_SCAN_MS * 1000000ULL)
 /* The switch trace (gang-trace): 8 s of switches at 2 ms quanta; the
  * benchmark reads it after a 5 s window. */
 #define NM_GANG_TRACE 4096
-
-/* A step cgroup of a job (v1). */
-typedef struct gstep {
-	char name[48];		/* "step_0", "step_batch", ... */
-	int fd;			/* its freezer.state */
-	bool batch;
-	bool seen;		/* found by the last scan */
-} gstep_t;
-
-typedef struct gjob {
-	uint32_t job_id, uid, mask;
-	uint32_t how;		/* STORM_GANG_SWITCH_* from the table */
-	int fd;			/* v2: job-level freeze control; or -1 */
-	int dir_fd;		/* v1: its freezer directory; or -1 */
-	gstep_t *steps;		/* v1: its step cgroups here */
-	int nsteps, capsteps;
-	bool batch;		/* v1: its batch step is on this node */
-	bool frozen;		/* switched out by us (frozen steps) */
-	bool stale;		/* frozen may not be true: write it next time */
-	nm_cg_idle_t *cpu;	/* its cpu.idle (flexible; gang: the batch
-				 * step's), NULL if none */
-	bool idle;		/* made idle-class by us */
-	bool no_idle;		/* cpu.idle unavailable: freeze instead */
-	bool held;		/* suspended by Slurm: left to Slurm */
-	uint64_t synced_ns;	/* last move of its processes (v1) */
-	uint64_t scan_ns;	/* last look for its steps (v1) */
-	bool listed;		/* in the current table */
-	uint64_t retry_ns;	/* look for its cgroup again after this */
-} gjob_t;
 
 /* One switch: a strobe's (q 0) or the q-th one timed after it. */
 typedef struct trace {
@@ -119,32 +80,36 @@ typedef struct trace {
 	uint32_t q, slot, nfrozen;
 } trace_t;
 
-static nm_t *gnm;
-static pthread_t thr;
-static bool thr_started;
-static bool thr_stop;			/* under glock */
-static pthread_mutex_t glock;		/* priority-inheriting: gang_init */
-static pthread_cond_t gwake;		/* wakes the watcher (CLOCK_MONOTONIC) */
-static bool sync_ready;
+/*
+ * The module's state.  Under lock (held while switching; ctl reads it)
+ * but for the watcher's handle and sync_ready.  Nothing calls a storm_*
+ * function while holding lock: on_commit takes it inside the ctx lock.
+ */
+static struct gang {
+	nm_t *nm;
+	pthread_t watcher;
+	bool watcher_started;
+	bool stop;			/* the watcher ends */
+	pthread_mutex_t lock;		/* priority-inheriting: init_sync */
+	pthread_cond_t wake;		/* wakes the watcher (CLOCK_MONOTONIC) */
+	bool sync_ready;
 
-/* Under glock (held while switching; ctl reads it).  Nothing calls a
- * storm_* function while holding glock: on_commit takes glock inside the
- * ctx lock. */
-static gjob_t *jobs;
-static int njobs, capjobs;
-static storm_gang_strobe_t last;	/* last strobe applied */
-static uint64_t table_gen;		/* generation applied */
-static uint64_t last_strobe_ns;		/* CLOCK_MONOTONIC */
-static uint64_t nstrobes, nfreeze, nthaw, nfailsafe, nidle;
-static bool failsafe_open;		/* thawed all for lack of strobes */
-static trace_t ring[NM_GANG_TRACE];
-static uint64_t ring_n;
-static void *table_buf;			/* private copy of the table */
-/* The rest of a strobe that covers several quanta (under glock): sub_left
- * more switches, the next at sub_due_ns (CLOCK_MONOTONIC); the strobe
- * itself (its slot count and quanta) is `last`. */
-static uint32_t sub_left;
-static uint64_t sub_due_ns, sub_q_ns, nsubs;
+	nm_gang_job_t *jobs;
+	int njobs, capjobs;
+	storm_gang_strobe_t last;	/* last strobe applied */
+	uint64_t table_gen;		/* generation applied */
+	void *table_buf;		/* private copy of the table */
+	nm_failsafe_t failsafe;		/* last strobe, fail-safe open */
+	nm_gang_counts_t counts;	/* freezes, thaws, idles */
+	uint64_t nstrobes, nsubs;
+	trace_t ring[NM_GANG_TRACE];
+	uint64_t ring_n;
+	/* The rest of a strobe that covers several quanta: sub_left more
+	 * switches, the next at sub_due_ns (CLOCK_MONOTONIC); the strobe
+	 * itself (its slot count and quanta) is `last`. */
+	uint32_t sub_left;
+	uint64_t sub_due_ns, sub_q_ns;
+} G;
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -154,339 +119,50 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-static gjob_t *find_job(uint32_t job_id)
+static nm_gang_job_t *find_job(uint32_t job_id)
 {
-	for (int i = 0; i < njobs; i++)
-		if (jobs[i].job_id == job_id)
-			return &jobs[i];
+	for (int i = 0; i < G.njobs; i++)
+		if (G.jobs[i].job_id == job_id)
+			return &G.jobs[i];
 	return NULL;
 }
 
-static gjob_t *add_job(uint32_t job_id, uint32_t uid)
+static nm_gang_job_t *add_job(uint32_t job_id, uint32_t uid)
 {
-	gjob_t *j;
+	nm_gang_job_t *j;
 
-	if (njobs == capjobs) {
-		int cap = capjobs ? capjobs * 2 : 64;
-		gjob_t *n = realloc(jobs, cap * sizeof(*n));
+	if (G.njobs == G.capjobs) {
+		int cap = G.capjobs ? G.capjobs * 2 : 64;
+		nm_gang_job_t *n = realloc(G.jobs, cap * sizeof(*n));
 
 		if (!n)
 			return NULL;
-		jobs = n;
-		capjobs = cap;
+		G.jobs = n;
+		G.capjobs = cap;
 	}
-	j = &jobs[njobs++];
-	memset(j, 0, sizeof(*j));
-	j->job_id = job_id;
-	j->uid = uid;
-	j->fd = -1;
-	j->dir_fd = -1;
+	j = &G.jobs[G.njobs++];
+	nm_gang_job_init(j, job_id, uid);
 	return j;
 }
 
-static bool present(const gjob_t *j)
+static void drop_job(nm_gang_job_t *j)
 {
-	return j->fd >= 0 || j->dir_fd >= 0;
+	nm_gang_job_release(j);
+	*j = G.jobs[--G.njobs];
 }
 
-static void close_job(gjob_t *j)
-{
-	if (j->fd >= 0)
-		close(j->fd);
-	if (j->dir_fd >= 0)
-		close(j->dir_fd);
-	for (int i = 0; i < j->nsteps; i++)
-		close(j->steps[i].fd);
-	j->fd = j->dir_fd = -1;
-	j->nsteps = 0;
-	j->batch = false;
-}
-
-static void drop_job(gjob_t *j)
-{
-	close_job(j);
-	free(j->steps);
-	nm_cg_idle_close(j->cpu);
-	*j = jobs[--njobs];
-}
-
-/* The job is gone from this node (its cgroup went): forget its cgroups,
- * look again later (a job that had not started here yet comes back). */
-static void job_left(gjob_t *j, int rc)
-{
-	nm_verbose("gang: job %u: its cgroup is gone (%s); the job left this node",
-		   j->job_id, strerror(-rc));
-	close_job(j);
-	j->frozen = false;
-	j->retry_ns = now_ns(CLOCK_MONOTONIC) + NM_GANG_RETRY_NS;
-}
-
-/* v1: is this step frozen with the others?  The batch step only where it
- * cannot be made idle-class instead (see nm_cgroup.c for why). */
-static bool step_freezes(const gjob_t *j, const gstep_t *s)
-{
-	return !s->batch || j->no_idle || j->how != STORM_GANG_SWITCH_FREEZE;
-}
-
-static void remove_step(gjob_t *j, int i)
-{
-	close(j->steps[i].fd);
-	j->steps[i] = j->steps[--j->nsteps];
-}
-
-static void step_found(const char *name, void *arg)
-{
-	gjob_t *j = arg;
-	gstep_t *s;
-	int fd;
-
-	for (int i = 0; i < j->nsteps; i++) {
-		if (!strcmp(j->steps[i].name, name)) {
-			j->steps[i].seen = true;
-			j->batch |= j->steps[i].batch;
-			return;
-		}
-	}
-	if (j->nsteps == j->capsteps) {
-		int cap = j->capsteps ? j->capsteps * 2 : 4;
-		gstep_t *n = realloc(j->steps, cap * sizeof(*n));
-
-		if (!n)
-			return;		/* the next scan tries again */
-		j->steps = n;
-		j->capsteps = cap;
-	}
-	if ((fd = nm_cg_step_open(j->dir_fd, name)) < 0)
-		return;			/* ending already, or the next scan */
-	s = &j->steps[j->nsteps++];
-	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->fd = fd;
-	s->seen = true;
-	s->batch = !strcmp(name, "step_batch");
-	j->batch |= s->batch;
-	/* a step that started while its job is out of its slots joins it */
-	if (j->frozen && step_freezes(j, s))
-		(void) nm_cg_write(fd, true);
-}
-
-/* v1: bring the job's steps up to date, if the last look is older than
- * `every` ns; 0, or -errno when the job's cgroup is gone. */
-static int scan_steps(gjob_t *j, uint64_t every)
-{
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
-	int rc;
-
-	if (j->dir_fd < 0 || now - j->scan_ns < every)
-		return 0;
-	j->scan_ns = now;
-	j->batch = false;
-	for (int i = 0; i < j->nsteps; i++)
-		j->steps[i].seen = false;
-	if ((rc = nm_cg_job_steps(j->dir_fd, step_found, j)) < 0)
-		return rc;
-	for (int i = 0; i < j->nsteps;) {
-		if (!j->steps[i].seen) {
-			remove_step(j, i);
-			continue;
-		}
-		i++;
-	}
-	return 0;
-}
-
-/* Find the job's cgroups on this node; retried later if absent. */
-static void open_job(gjob_t *j, uint64_t now)
-{
-	int fd;
-
-	if (nm_cg_version() == 1) {
-		if ((fd = nm_cg_job_dir_open(j->job_id, j->uid)) >= 0) {
-			j->dir_fd = fd;
-			j->scan_ns = 0;
-			if (scan_steps(j, 0)) {
-				close_job(j);
-				fd = -1;
-			}
-		}
-	} else {
-		fd = j->fd = nm_cg_job_open(j->job_id, j->uid);
-	}
-	if (fd < 0)
-		j->retry_ns = now + NM_GANG_RETRY_NS;
-}
-
-/* Freeze or thaw one job: v1 its steps, v2 the job level.  A vanished
- * cgroup means the job (v2), or one of its steps (v1), ended here. */
-static void set_frozen(gjob_t *j, bool frozen)
-{
-	int rc;
-
-	if (!present(j) || (j->frozen == frozen && !j->stale))
-		return;
-	if (j->dir_fd >= 0) {
-		if (frozen && (rc = scan_steps(j, NM_GANG_SCAN_NS))) {
-			job_left(j, rc);
-			return;
-		}
-		for (int i = 0; i < j->nsteps;) {
-			gstep_t *s = &j->steps[i];
-
-			if (step_freezes(j, s) &&
-			    (rc = nm_cg_write(s->fd, frozen))) {
-				nm_debug("gang: job %u: %s of %s failed (%s); the step ended",
-					 j->job_id, frozen ? "freeze" : "thaw",
-					 s->name, strerror(-rc));
-				remove_step(j, i);
-				continue;
-			}
-			i++;
-		}
-	} else if ((rc = nm_cg_write(j->fd, frozen))) {
-		job_left(j, rc);
-		return;
-	}
-	j->frozen = frozen;
-	j->stale = false;
-	if (frozen)
-		nfreeze++;
-	else
-		nthaw++;
-}
-
-/*
- * Idle-class outside its slots: flexible jobs, and gang jobs' batch steps
- * (v1).  Its processes are (re)collected when it is demoted, at most every
- * NM_GANG_SYNC_NS, so a new step's tasks are demoted within that.
- */
-#define NM_GANG_SYNC_NS 100000000ULL
-
-static void set_idle(gjob_t *j, bool idle)
-{
-	if (!j->cpu || j->idle == idle)
-		return;
-	if (idle) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
-
-		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
-			nm_cg_idle_sync(j->cpu, j->how == STORM_GANG_SWITCH_FREEZE);
-			j->synced_ns = now;
-		}
-	}
-	if (nm_cg_idle_write(j->cpu, idle)) {
-		nm_verbose("gang: job %u: cpu.idle write failed (%m); it is switched by freezing",
-			   j->job_id);
-		nm_cg_idle_close(j->cpu);
-		j->cpu = NULL;
-		j->idle = false;
-		j->no_idle = true;
-		j->stale = true;	/* its batch step freezes from now on */
-		return;
-	}
-	j->idle = idle;
-	if (idle)
-		nidle++;
-}
-
-/* Has the job its cpu.idle open?  Opened at the first need; where it is
- * missing the job is frozen instead, and the NM says so once per job. */
-static bool has_cpu_idle(gjob_t *j)
-{
-	if (j->no_idle || !present(j))
-		return false;
-	if (!j->cpu && !(j->cpu = nm_cg_idle_open(j->job_id, j->uid))) {
-		nm_info("gang: job %u: no cpu.idle on this node (%m); its %s is switched by freezing",
-			j->job_id, j->how == STORM_GANG_SWITCH_IDLE ?
-			"flexible policy" : "batch step");
-		j->no_idle = true;
-		return false;
-	}
-	return true;
-}
-
-/*
- * A gang job's batch step (v1) is idle-class for as long as the job shares
- * its nodes, in its slots too: set once, not at every switch (a cpu.idle
- * write per quantum cost measurably at 2 ms).  Outside its slots it so
- * gets only what the running slot leaves, and in them it runs beside its
- * own job's steps; a job script mostly waits for srun.
- */
-static bool batch_idle(gjob_t *j)
-{
-	return j->batch && j->how == STORM_GANG_SWITCH_FREEZE &&
-	       j->mask != STORM_GANG_ALL_SLOTS && has_cpu_idle(j);
-}
-
-/* Out of its slots: flexible jobs idle-class, gang jobs frozen (v1: but
- * the batch step).  Freeze first, then demote the rest. */
-static void switch_out(gjob_t *j)
-{
-	if (j->how == STORM_GANG_SWITCH_IDLE && has_cpu_idle(j)) {
-		set_frozen(j, false);
-		set_idle(j, true);
-		return;
-	}
-	set_frozen(j, true);
-	set_idle(j, batch_idle(j));
-}
-
-static void switch_in(gjob_t *j)
-{
-	set_idle(j, batch_idle(j));
-	set_frozen(j, false);
-}
-
-/*
- * Slurm suspended the job (scontrol suspend; the table says "hold"): it is
- * Slurm's until it resumes.  v1: Slurm froze the same step cgroups we
- * switch, so its freeze may have landed while ours held them, and a thaw
- * of ours since would have resumed them: each step is frozen once more,
- * then none is counted ours.  v2: our job-level freeze goes; Slurm's
- * step-level one stays.
- */
-static void hold(gjob_t *j)
-{
-	if (j->held)
-		return;
-	set_idle(j, false);
-	if (j->dir_fd >= 0) {
-		(void) scan_steps(j, 0);
-		for (int i = 0; i < j->nsteps; i++)
-			(void) nm_cg_write(j->steps[i].fd, true);
-		j->frozen = false;
-	} else {
-		set_frozen(j, false);
-	}
-	j->held = true;
-	if (present(j))
-		nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
-			j->job_id);
-}
-
-/* Resumed by Slurm: its cgroups are written afresh at the next switch
- * (Slurm thawed them; a late hold of ours may have frozen them since). */
-static void unhold(gjob_t *j)
-{
-	if (!j->held)
-		return;
-	j->held = false;
-	if (!present(j))
-		return;
-	j->frozen = true;
-	j->stale = true;
-	nm_info("gang: job %u resumed by Slurm: switched again", j->job_id);
-}
-
-/* Fail open: nothing frozen, nothing idle-class. */
-static int thaw_all(void)
+/* Fail open: nothing frozen, nothing idle-class (nm_failsafe_thaw_f);
+ * how many jobs it undid.  Called with lock held. */
+static int thaw_all(void *arg)
 {
 	int n = 0;
 
-	for (int i = 0; i < njobs; i++) {
-		if (jobs[i].frozen || jobs[i].idle)
+	(void) arg;
+	for (int i = 0; i < G.njobs; i++) {
+		if (G.jobs[i].frozen || G.jobs[i].idle)
 			n++;
-		set_frozen(&jobs[i], false);
-		set_idle(&jobs[i], false);
+		nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
+		nm_gang_job_set_idle(&G.jobs[i], false, &G.counts);
 	}
 	return n;
 }
@@ -496,7 +172,7 @@ static int thaw_all(void)
 static void load_table(uint64_t want_gen)
 {
 	size_t rsize = 0;
-	char *region = storm_region_ptr(gnm->ctx, &rsize);
+	char *region = storm_region_ptr(G.nm->ctx, &rsize);
 	const storm_gang_table_t *t;
 	size_t len;
 
@@ -509,8 +185,8 @@ static void load_table(uint64_t want_gen)
 	len = sizeof(*t) + t->njobs * sizeof(t->jobs[0]);
 	if (STORM_GANG_TABLE_OFF + len > rsize)
 		return;
-	memcpy(table_buf, t, len);
-	table_gen = want_gen;
+	memcpy(G.table_buf, t, len);
+	G.table_gen = want_gen;
 	nm_debug("gang: table generation %llu: %u jobs, %u slots",
 		 (unsigned long long) want_gen, t->njobs, t->nslots);
 }
@@ -518,65 +194,89 @@ static void load_table(uint64_t want_gen)
 /* Switch to slot: the outgoing jobs first, then the incoming. */
 static uint32_t apply(uint32_t slot)
 {
-	const storm_gang_table_t *t = table_buf;
+	const storm_gang_table_t *t = G.table_buf;
 	uint32_t bit = slot < 32 ? 1u << slot : 0, nfrozen = 0;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-	for (int i = 0; i < njobs; i++)
-		jobs[i].listed = false;
+	for (int i = 0; i < G.njobs; i++)
+		G.jobs[i].listed = false;
 	if (t->magic == STORM_GANG_MAGIC) {
 		for (uint32_t k = 0; k < t->njobs; k++) {
 			const storm_gang_job_t *e = &t->jobs[k];
-			gjob_t *j = find_job(e->job_id);
+			nm_gang_job_t *j = find_job(e->job_id);
 
 			if (!j && !(j = add_job(e->job_id, e->uid)))
 				continue;
 			j->listed = true;
 			j->mask = e->slot_mask;
-			if (!present(j) && now >= j->retry_ns)
-				open_job(j, now);
+			if (!nm_gang_job_present(j) && now >= j->retry_ns)
+				nm_gang_job_open(j, now);
 			if (e->how == STORM_GANG_SWITCH_HOLD) {
-				hold(j);
+				nm_gang_job_hold(j, &G.counts);
 				continue;
 			}
-			unhold(j);
+			nm_gang_job_unhold(j);
 			if (j->how != e->how)
 				j->stale = true;	/* the batch step may change */
 			j->how = e->how;
 		}
 	}
 	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
-	for (int i = 0; i < njobs;) {
-		if (!jobs[i].listed) {
-			set_frozen(&jobs[i], false);
-			drop_job(&jobs[i]);
+	for (int i = 0; i < G.njobs;) {
+		if (!G.jobs[i].listed) {
+			nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
+			drop_job(&G.jobs[i]);
 			continue;
 		}
 		i++;
 	}
-	for (int i = 0; i < njobs; i++)
-		if (!jobs[i].held && !(jobs[i].mask & bit))
-			switch_out(&jobs[i]);
-	for (int i = 0; i < njobs; i++)
-		if (!jobs[i].held && (jobs[i].mask & bit))
-			switch_in(&jobs[i]);
-	for (int i = 0; i < njobs; i++)
-		if (jobs[i].frozen)
+	for (int i = 0; i < G.njobs; i++)
+		if (!G.jobs[i].held && !(G.jobs[i].mask & bit))
+			nm_gang_job_switch_out(&G.jobs[i], &G.counts);
+	for (int i = 0; i < G.njobs; i++)
+		if (!G.jobs[i].held && (G.jobs[i].mask & bit))
+			nm_gang_job_switch_in(&G.jobs[i], &G.counts);
+	for (int i = 0; i < G.njobs; i++)
+		if (G.jobs[i].frozen)
 			nfrozen++;
 	return nfrozen;
 }
 
-/* Switch to slot and record it in the trace ring.  Called with glock
+/* Switch to slot and record it in the trace ring.  Called with lock
  * held. */
 static void traced_apply(uint64_t epoch, uint32_t q, uint32_t slot,
 			 uint64_t sent_ns, uint64_t recv_ns)
 {
-	trace_t *t = &ring[ring_n++ % NM_GANG_TRACE];
+	trace_t *t = &G.ring[G.ring_n++ % NM_GANG_TRACE];
 
 	*t = (trace_t) { .epoch = epoch, .q = q, .slot = slot,
 			 .sent_ns = sent_ns, .recv_ns = recv_ns };
 	t->nfrozen = apply(slot);
 	t->done_ns = now_ns(CLOCK_REALTIME);
+}
+
+/* A valid strobe arrived: switch to its slot and take its quanta over.
+ * Called with lock held. */
+static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
+			uint64_t recv_mono)
+{
+	if (s->mm_id != G.last.mm_id)
+		nm_info("gang: strobes from machine manager %llu, quantum %llu us",
+			(unsigned long long) s->mm_id,
+			(unsigned long long) s->quantum_us);
+	if (s->table_gen != G.table_gen)
+		load_table(s->table_gen);
+	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
+	G.last = *s;
+	nm_failsafe_strobe(&G.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
+	G.nstrobes++;
+	G.sub_left = 0;
+	if (s->nquanta > 1 && s->nslots > 1 && s->quantum_us) {
+		G.sub_left = s->nquanta - 1;
+		G.sub_q_ns = s->quantum_us * 1000ULL;
+		G.sub_due_ns = recv_mono + s->next_in_us * 1000ULL;
+		pthread_cond_signal(&G.wake);	/* a nearer deadline */
+	}
 }
 
 /*
@@ -597,63 +297,48 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 
 	(void) arg;
 	if (offset != STORM_GANG_STROBE_OFF || len != sizeof(s) ||
-	    root != gnm->nnodes)
+	    root != G.nm->nnodes)
 		return;		/* not a strobe from the machine manager */
 	memcpy(&s, dst, sizeof(s));
 	if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check)
 		return;
-	pthread_mutex_lock(&glock);
-	if (s.mm_id != last.mm_id)
-		nm_info("gang: strobes from machine manager %llu, quantum %llu us",
-			(unsigned long long) s.mm_id,
-			(unsigned long long) s.quantum_us);
-	if (failsafe_open) {
-		nm_info("gang: strobe is back (epoch %llu); switching again",
-			(unsigned long long) s.epoch);
-		failsafe_open = false;
-	}
-	if (s.table_gen != table_gen)
-		load_table(s.table_gen);
-	traced_apply(s.epoch, 0, s.slot, s.sent_ns, recv_ns);
-	last = s;
-	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
-	nstrobes++;
-	sub_left = 0;
-	if (s.nquanta > 1 && s.nslots > 1 && s.quantum_us) {
-		sub_left = s.nquanta - 1;
-		sub_q_ns = s.quantum_us * 1000ULL;
-		sub_due_ns = recv_mono + s.next_in_us * 1000ULL;
-		pthread_cond_signal(&gwake);	/* a nearer deadline */
-	}
-	pthread_mutex_unlock(&glock);
-	storm_var_set(gnm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
+	pthread_mutex_lock(&G.lock);
+	take_strobe(&s, recv_ns, recv_mono);
+	pthread_mutex_unlock(&G.lock);
+	storm_var_set(G.nm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
+}
+
+/* FailSafe as the strobes carry it, else as configured. */
+static uint64_t failsafe_ns(void)
+{
+	return (G.last.failsafe_us ? G.last.failsafe_us :
+		G.nm->conf.failsafe_us) * 1000ULL;
 }
 
 /*
- * The fail-safe watcher sleeps until the fail-safe would fire, not on a
- * short fixed period and not per strobe: an idle real-time thread that
- * wakes often costs every job on the node a context switch each time.
- * A strobe that covers several quanta brings its switches forward.
- * Called with glock held.
+ * The watcher sleeps until the fail-safe would fire, not on a short fixed
+ * period and not per strobe: an idle real-time thread that wakes often
+ * costs every job on the node a context switch each time.  A strobe that
+ * covers several quanta brings its switches forward.  Called with lock
+ * held.
  */
-static void next_deadline(uint64_t now, uint64_t failsafe_ns, bool frozen,
-			  struct timespec *ts)
+static void next_deadline(uint64_t now, bool frozen, struct timespec *ts)
 {
-	uint64_t due = last_strobe_ns + failsafe_ns + 1000000ULL;
+	uint64_t due = nm_failsafe_due(&G.failsafe, failsafe_ns());
 	uint64_t max_ms = frozen ? NM_GANG_SCAN_MS : NM_GANG_WAIT_MAX_MS;
 
-	if (failsafe_open || due > now + max_ms * 1000000ULL)
+	if (due > now + max_ms * 1000000ULL)
 		due = now + max_ms * 1000000ULL;
 	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
 		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
-	if (sub_left && sub_due_ns < due)
-		due = sub_due_ns;
+	if (G.sub_left && G.sub_due_ns < due)
+		due = G.sub_due_ns;
 	ts->tv_sec = due / 1000000000ULL;
 	ts->tv_nsec = due % 1000000000ULL;
 }
 
 /* Freeze the steps that frozen jobs started since they were frozen (v1);
- * true if any job is frozen.  Called with glock held.  Not on every
+ * true if any job is frozen.  Called with lock held.  Not on every
  * wake-up: with timed switches (StrobeInterval) the watcher wakes every
  * quantum (a look is due after 90% of the period, so a wake-up a little
  * early does not double it). */
@@ -661,42 +346,43 @@ static bool scan_frozen_jobs(void)
 {
 	bool any = false;
 
-	for (int i = 0; i < njobs; i++) {
+	for (int i = 0; i < G.njobs; i++) {
 		int rc;
 
-		if (!jobs[i].frozen)
+		if (!G.jobs[i].frozen)
 			continue;
 		any = true;
-		if ((rc = scan_steps(&jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
-			job_left(&jobs[i], rc);
+		if ((rc = nm_gang_job_scan(&G.jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
+			nm_gang_job_left(&G.jobs[i], rc);
 	}
 	return any;
 }
 
 /* The strobe's next quantum, if it is due: the slot after the last one.
  * A late thread (more than a quantum) jumps to the slot the other nodes
- * are in.  Called with glock held. */
+ * are in.  Called with lock held. */
 static void sub_switch(uint64_t now)
 {
 	uint32_t k;
 
-	if (!sub_left || now < sub_due_ns)
+	if (!G.sub_left || now < G.sub_due_ns)
 		return;
-	k = 1 + (uint32_t) ((now - sub_due_ns) / sub_q_ns);
-	if (k > sub_left)
-		k = sub_left;
-	last.slot = (last.slot + k) % last.nslots;
-	sub_left -= k;
-	sub_due_ns += (uint64_t) k * sub_q_ns;
-	traced_apply(last.epoch, last.nquanta - 1 - sub_left, last.slot,
-		     last.sent_ns, now_ns(CLOCK_REALTIME));
-	nsubs++;
+	k = 1 + (uint32_t) ((now - G.sub_due_ns) / G.sub_q_ns);
+	if (k > G.sub_left)
+		k = G.sub_left;
+	G.last.slot = (G.last.slot + k) % G.last.nslots;
+	G.sub_left -= k;
+	G.sub_due_ns += (uint64_t) k * G.sub_q_ns;
+	traced_apply(G.last.epoch, G.last.nquanta - 1 - G.sub_left, G.last.slot,
+		     G.last.sent_ns, now_ns(CLOCK_REALTIME));
+	G.nsubs++;
 }
 
-/* Fail open: no strobe for FailSafe thaws everything (at real-time
- * priority, so that the thaw does not wait behind the jobs).  While a job
- * is frozen it also wakes every NM_GANG_SCAN_MS for its new steps. */
-static void *failsafe_thread(void *arg)
+/* The watcher: the timed switches of a strobe that covers several quanta,
+ * the fail-safe (at real-time priority, so that a fail-safe thaw does not
+ * wait behind the jobs) and, while a job is frozen, a look every
+ * NM_GANG_SCAN_MS for its new steps. */
+static void *watcher_thread(void *arg)
 {
 	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
 
@@ -704,29 +390,20 @@ static void *failsafe_thread(void *arg)
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		nm_info("gang: no SCHED_FIFO for the fail-safe thread (%s); a fail-safe thaw may wait for scheduler ticks",
 			strerror(errno));
-	pthread_mutex_lock(&glock);
-	last_strobe_ns = now_ns(CLOCK_MONOTONIC);
-	while (!thr_stop) {
+	pthread_mutex_lock(&G.lock);
+	nm_failsafe_start(&G.failsafe, now_ns(CLOCK_MONOTONIC));
+	while (!G.stop) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		uint64_t failsafe_ns = (last.failsafe_us ? last.failsafe_us :
-					gnm->conf.failsafe_us) * 1000ULL;
 		struct timespec ts;
 
 		sub_switch(now);
-		if (!failsafe_open && now - last_strobe_ns > failsafe_ns) {
-			int n = thaw_all();
-
-			sub_left = 0;
-			failsafe_open = true;
-			nfailsafe++;
-			nm_info("gang: fail-safe: no strobe for %llu ms, thawed %d job(s); they run unswitched until the machine manager is back",
-				(unsigned long long) ((now - last_strobe_ns) / 1000000),
-				n);
-		}
-		next_deadline(now, failsafe_ns, scan_frozen_jobs(), &ts);
-		pthread_cond_timedwait(&gwake, &glock, &ts);
+		if (nm_failsafe_check(&G.failsafe, now, failsafe_ns(), thaw_all,
+				      NULL))
+			G.sub_left = 0;
+		next_deadline(now, scan_frozen_jobs(), &ts);
+		pthread_cond_timedwait(&G.wake, &G.lock, &ts);
 	}
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_unlock(&G.lock);
 	return NULL;
 }
 
@@ -736,37 +413,35 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 {
 	int nfrozen = 0, nidle_now = 0, nbatch_idle = 0, o;
 
-	pthread_mutex_lock(&glock);
-	for (int i = 0; i < njobs; i++) {
-		bool whole = jobs[i].how == STORM_GANG_SWITCH_IDLE;
+	pthread_mutex_lock(&G.lock);
+	for (int i = 0; i < G.njobs; i++) {
+		bool whole = G.jobs[i].how == STORM_GANG_SWITCH_IDLE;
 
-		nfrozen += jobs[i].frozen;
-		nidle_now += jobs[i].idle && whole;
-		nbatch_idle += jobs[i].idle && !whole;
+		nfrozen += G.jobs[i].frozen;
+		nidle_now += G.jobs[i].idle && whole;
+		nbatch_idle += G.jobs[i].idle && !whole;
 	}
 	o = snprintf(out, outlen,
 		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
-		     (unsigned long long) last.epoch, last.slot,
-		     (unsigned long long) table_gen,
-		     (unsigned long long) last.quantum_us, nm_cg_version(),
-		     njobs, nfrozen, nidle_now, nbatch_idle,
-		     (unsigned long long) nstrobes,
-		     (unsigned long long) nsubs,
-		     (unsigned long long) nfreeze, (unsigned long long) nthaw,
-		     (unsigned long long) nidle,
-		     failsafe_open ? "open" : "no",
-		     (unsigned long long) nfailsafe,
+		     (unsigned long long) G.last.epoch, G.last.slot,
+		     (unsigned long long) G.table_gen,
+		     (unsigned long long) G.last.quantum_us, nm_cg_version(),
+		     G.njobs, nfrozen, nidle_now, nbatch_idle,
+		     (unsigned long long) G.nstrobes,
+		     (unsigned long long) G.nsubs,
+		     (unsigned long long) G.counts.freezes,
+		     (unsigned long long) G.counts.thaws,
+		     (unsigned long long) G.counts.idles,
+		     G.failsafe.open ? "open" : "no",
+		     (unsigned long long) G.failsafe.nevents,
 		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
-					    last_strobe_ns) / 1000000));
-	for (int i = 0; i < njobs && o > 0 && (size_t) o < outlen; i++)
-		o += snprintf(out + o, outlen - o, " job%u=%s%s", jobs[i].job_id,
-			      !present(&jobs[i]) ? "absent" :
-			      jobs[i].held ? "held" :
-			      jobs[i].frozen ? "frozen" :
-			      jobs[i].idle && jobs[i].how == STORM_GANG_SWITCH_IDLE ?
-			      "idle" : "running",
-			      jobs[i].mask == STORM_GANG_ALL_SLOTS ? "(alone)" : "");
-	pthread_mutex_unlock(&glock);
+					    G.failsafe.last_strobe_ns) / 1000000));
+	for (int i = 0; i < G.njobs && o > 0 && (size_t) o < outlen; i++)
+		o += snprintf(out + o, outlen - o, " job%u=%s%s",
+			      G.jobs[i].job_id, nm_gang_job_state(&G.jobs[i]),
+			      G.jobs[i].mask == STORM_GANG_ALL_SLOTS ?
+			      "(alone)" : "");
+	pthread_mutex_unlock(&G.lock);
 	return 0;
 }
 
@@ -774,7 +449,7 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
  * CLOCK_REALTIME) of the switches after switch Q of strobe SINCE, oldest
  * first, as many as fit; q is 0 for a strobe's own switch and k for the
  * k-th switch this node timed after it (StrobeInterval).  The ring is
- * copied out under glock and formatted after: glock is what the next
+ * copied out under the lock and formatted after: the lock is what the next
  * switch waits for. */
 static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     size_t outlen)
@@ -790,14 +465,14 @@ static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		snprintf(out, outlen, "usage: gang-trace [SINCE [Q]]");
 		return -EINVAL;
 	}
-	if (!(copy = malloc(sizeof(ring)))) {
+	if (!(copy = malloc(sizeof(G.ring)))) {
 		snprintf(out, outlen, "out of memory");
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&glock);
-	n = ring_n;
-	memcpy(copy, ring, sizeof(ring));
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_lock(&G.lock);
+	n = G.ring_n;
+	memcpy(copy, G.ring, sizeof(G.ring));
+	pthread_mutex_unlock(&G.lock);
 	first = n > NM_GANG_TRACE ? n - NM_GANG_TRACE : 0;
 	for (uint64_t i = first; i < n; i++) {
 		const trace_t *t = &copy[i % NM_GANG_TRACE];
@@ -848,26 +523,8 @@ static int set_mm_peer(nm_t *nm)
 	return 0;
 }
 
-/* Did Slurm suspend this job?  False when slurmctld cannot say: the
- * caller then thaws it (fail open). */
-static bool slurm_suspended(uint32_t job_id)
-{
-	job_info_msg_t *msg = NULL;
-	bool suspended = false;
-
-	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
-		return false;
-	for (uint32_t i = 0; i < msg->record_count; i++)
-		if (msg->job_array[i].job_id == job_id &&
-		    (msg->job_array[i].job_state & JOB_STATE_BASE) ==
-		    JOB_SUSPENDED)
-			suspended = true;
-	slurm_free_job_info_msg(msg);
-	return suspended;
-}
-
 /*
- * glock inherits priority: the real-time switch must not wait behind an
+ * The lock inherits priority: the real-time switch must not wait behind an
  * ordinary-priority ctl thread that the jobs keep off the CPU.
  */
 static int init_sync(void)
@@ -876,13 +533,13 @@ static int init_sync(void)
 	pthread_condattr_t ca;
 	int rc;
 
-	if (sync_ready)
+	if (G.sync_ready)
 		return 0;
 	if ((rc = pthread_mutexattr_init(&ma)))
 		return -rc;
 	rc = pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
 	if (!rc)
-		rc = pthread_mutex_init(&glock, &ma);
+		rc = pthread_mutex_init(&G.lock, &ma);
 	pthread_mutexattr_destroy(&ma);
 	if (rc)
 		return -rc;
@@ -890,28 +547,25 @@ static int init_sync(void)
 		return -rc;
 	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	if (!rc)
-		rc = pthread_cond_init(&gwake, &ca);
+		rc = pthread_cond_init(&G.wake, &ca);
 	pthread_condattr_destroy(&ca);
 	if (rc)
 		return -rc;
-	sync_ready = true;
+	G.sync_ready = true;
 	return 0;
 }
 
 static int gang_init(nm_t *nm)
 {
 	size_t rsize = 0;
-	int rc, n;
+	int rc;
 
-	gnm = nm;
+	G.nm = nm;
 	if ((rc = init_sync()))
 		return rc;
 	if ((rc = nm_cg_init(nm)))
 		return rc;
-	if ((n = nm_cg_thaw_orphans(slurm_suspended)))
-		nm_info("gang: thawed %d job(s) an earlier node manager left frozen", n);
-	if ((n = nm_cg_idle_cleanup()))
-		nm_info("gang: %d job(s) an earlier node manager left idle-class run at normal priority again", n);
+	nm_failsafe_recover();
 	if (!storm_region_ptr(nm->ctx, &rsize) ||
 	    rsize < STORM_GANG_TABLE_OFF + sizeof(storm_gang_table_t) +
 		    STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t)) {
@@ -919,23 +573,23 @@ static int gang_init(nm_t *nm)
 			 rsize);
 		return -ENOSPC;
 	}
-	table_buf = calloc(1, sizeof(storm_gang_table_t) +
+	G.table_buf = calloc(1, sizeof(storm_gang_table_t) +
 			      STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t));
-	if (!table_buf)
+	if (!G.table_buf)
 		return -ENOMEM;
 	if ((rc = set_mm_peer(nm)))
 		goto fail;
 	nm_ctl_register("gang", ctl_gang);
 	nm_ctl_register("gang-trace", ctl_trace);
-	thr_stop = false;
-	if ((rc = -pthread_create(&thr, NULL, failsafe_thread, NULL)))
+	G.stop = false;
+	if ((rc = -pthread_create(&G.watcher, NULL, watcher_thread, NULL)))
 		goto fail;
-	thr_started = true;
+	G.watcher_started = true;
 	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
-	free(table_buf);
-	table_buf = NULL;
+	free(G.table_buf);
+	G.table_buf = NULL;
 	return rc;
 }
 
@@ -945,27 +599,27 @@ static void gang_fini(nm_t *nm)
 
 	/* takes the ctx lock, so no on_commit() runs past this point */
 	storm_set_recv_fn(nm->ctx, NULL, NULL);
-	if (thr_started) {
-		pthread_mutex_lock(&glock);
-		thr_stop = true;
-		pthread_cond_signal(&gwake);
-		pthread_mutex_unlock(&glock);
-		pthread_join(thr, NULL);
-		thr_started = false;
+	if (G.watcher_started) {
+		pthread_mutex_lock(&G.lock);
+		G.stop = true;
+		pthread_cond_signal(&G.wake);
+		pthread_mutex_unlock(&G.lock);
+		pthread_join(G.watcher, NULL);
+		G.watcher_started = false;
 	}
-	pthread_mutex_lock(&glock);
-	n = thaw_all();
-	while (njobs)
-		drop_job(&jobs[0]);
+	pthread_mutex_lock(&G.lock);
+	n = thaw_all(NULL);	/* fail open at exit too */
+	while (G.njobs)
+		drop_job(&G.jobs[0]);
 	(void) nm_cg_idle_cleanup();	/* and our cpu-controller directory */
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_unlock(&G.lock);
 	if (n)
 		nm_info("gang: thawed %d job(s) on exit", n);
-	free(jobs);
-	jobs = NULL;
-	capjobs = 0;
-	free(table_buf);
-	table_buf = NULL;
+	free(G.jobs);
+	G.jobs = NULL;
+	G.capjobs = 0;
+	free(G.table_buf);
+	G.table_buf = NULL;
 }
 
 const nm_module_t nm_gang_module = {

@@ -56,7 +56,9 @@ static struct {
 	bool acceptor_started;
 	volatile bool stop;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;		/* a connection ended */
+	pthread_cond_t wake;		/* stop (CLOCK_MONOTONIC): pause_us */
+	bool wake_ready;
 	int conn[RELAY_MAX_CONN];	/* open connections (-1: free) */
 	int nconn;
 } R = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -134,6 +136,100 @@ static void unreachable(const storm_set_t *failed, storm_set_t *dead,
 			storm_set_add(dead, n);
 }
 
+/* One COMPARE-AND-WRITE(var == want) over the whole set: 1 every node is
+ * there, 0 not yet, -1 with err set when it failed or a node did not
+ * answer. */
+static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
+		   size_t errlen)
+{
+	storm_set_t unr, dead;
+	char names[1024];
+	int r = storm_caw(R.nm->ctx, set, storm_bcast_var(key), STORM_EQ,
+			  STORM_BCAST_VAL(key, want), -1, 0, &unr);
+
+	if (r == 1)
+		return 1;
+	if (r < 0) {
+		snprintf(err, errlen, "COMPARE-AND-WRITE failed: %s",
+			 storm_strerror(r));
+		return -1;
+	}
+	if (storm_set_count(&unr)) {
+		/* the tree reports the subtree it could not reach: ask each
+		 * node alone to name the ones really gone */
+		unreachable(set, &dead, key);
+		set_names(storm_set_count(&dead) ? &dead : &unr, names,
+			  sizeof(names));
+		snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
+			 names);
+		return -1;
+	}
+	return 0;
+}
+
+/* Ask each node of set for its state: 0 with the ones not at `want` yet
+ * in pending, or -1 with err set when a node refused (every refusal, with
+ * its reason) or did not answer. */
+static int ask_each(const storm_set_t *set, uint64_t key, int want,
+		    storm_set_t *pending, char *err, size_t errlen)
+{
+	int var = storm_bcast_var(key);
+	bool refused = false;
+	size_t o = 0;
+
+	storm_set_clear(pending);
+	err[0] = '\0';
+	for (int n = storm_set_next(set, 0); n >= 0;
+	     n = storm_set_next(set, n + 1)) {
+		int st = node_state(n, var, key);
+
+		if (st == want)
+			continue;
+		if (st < 0) {
+			snprintf(err, errlen, "node %s did not answer (node manager down or unreachable)",
+				 node_name(n));
+			return -1;
+		}
+		if (st >= STORM_BCAST_EPERM) {
+			int k = snprintf(err + o, errlen - o, "%snode %s: %s",
+					 o ? "; " : "", node_name(n),
+					 storm_bcast_state_str(st));
+			if (k > 0 && (size_t) k < errlen - o)
+				o += k;
+			refused = true;
+		} else {
+			storm_set_add(pending, n);
+		}
+	}
+	return refused ? -1 : 0;
+}
+
+/*
+ * Sleep us microseconds on the relay's wake condition; false when the
+ * node manager stops meanwhile (relay_fini signals it), so a stopping NM
+ * does not wait out a broadcast's Timeout.  Nothing else signals it: a
+ * node's state changes on that node, and no message tells the relay, so
+ * between two questions there is only time to wait for.
+ */
+static bool pause_us(long us)
+{
+	struct timespec ts;
+	bool go;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += us * 1000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&R.lock);
+	/* 0: woken early (spuriously); ETIMEDOUT, or an error: done */
+	while (!R.stop && !rc)
+		rc = pthread_cond_timedwait(&R.wake, &R.lock, &ts);
+	go = !R.stop;
+	pthread_mutex_unlock(&R.lock);
+	return go;
+}
+
 /*
  * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
  * that refused is reported at once with its reason; one that does not
@@ -142,67 +238,25 @@ static void unreachable(const storm_set_t *failed, storm_set_t *dead,
 static int wait_state(const storm_set_t *set, uint64_t key, int want,
 		      char *err, size_t errlen)
 {
-	int var = storm_bcast_var(key);
 	int timeout_ms = (int) (R.nm->conf.timeout_us / 1000);
 	double deadline = now_ms() + timeout_ms;
-	storm_set_t unr, pending, dead;
+	storm_set_t pending;
 	char names[1024];
 
 	for (int round = 0;; round++) {
-		int r = storm_caw(R.nm->ctx, set, var, STORM_EQ,
-				  STORM_BCAST_VAL(key, want), -1, 0, &unr);
-		size_t o = 0;
-		bool refused = false;
+		int r = ask_all(set, key, want, err, errlen);
 
-		if (r == 1)
-			return 0;
-		if (r < 0) {
-			snprintf(err, errlen, "COMPARE-AND-WRITE failed: %s",
-				 storm_strerror(r));
-			return -1;
-		}
-		if (storm_set_count(&unr)) {
-			/* the tree reports the subtree it could not reach: ask
-			 * each node alone to name the ones really gone */
-			unreachable(set, &dead, key);
-			set_names(storm_set_count(&dead) ? &dead : &unr, names,
-				  sizeof(names));
-			snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
-				 names);
-			return -1;
-		}
+		if (r)
+			return r > 0 ? 0 : -1;
 		/* Usually a node is just not there yet (the commit travels
-		 * down the tree while this runs from the serializer): retry a
-		 * few times before asking each node what it says. */
+		 * down the tree while this runs from the serializer): ask the
+		 * set again a few times before asking each node. */
 		if (round % 8 != 7 && now_ms() < deadline) {
-			usleep(round < 8 ? 200 : 2000);
+			if (!pause_us(round < 8 ? 200 : 2000))
+				break;
 			continue;
 		}
-		storm_set_clear(&pending);
-		err[0] = '\0';
-		for (int n = storm_set_next(set, 0); n >= 0;
-		     n = storm_set_next(set, n + 1)) {
-			int st = node_state(n, var, key);
-
-			if (st == want)
-				continue;
-			if (st < 0) {
-				snprintf(err, errlen, "node %s did not answer (node manager down or unreachable)",
-					 node_name(n));
-				return -1;
-			}
-			if (st >= STORM_BCAST_EPERM) {
-				int k = snprintf(err + o, errlen - o, "%snode %s: %s",
-						 o ? "; " : "", node_name(n),
-						 storm_bcast_state_str(st));
-				if (k > 0 && (size_t) k < errlen - o)
-					o += k;
-				refused = true;
-			} else {
-				storm_set_add(&pending, n);
-			}
-		}
-		if (refused)
+		if (ask_each(set, key, want, &pending, err, errlen))
 			return -1;
 		if (!storm_set_count(&pending))
 			continue;	/* everyone got there meanwhile */
@@ -212,8 +266,11 @@ static int wait_state(const storm_set_t *set, uint64_t key, int want,
 				 names, timeout_ms);
 			return -1;
 		}
-		usleep(2000);
+		if (!pause_us(2000))
+			break;
 	}
+	snprintf(err, errlen, "node %s: node manager stopping", R.nm->node);
+	return -1;
 }
 
 /* The error of a transfer that did not reach `failed`: fmt takes their
@@ -427,6 +484,58 @@ static void drain(int fd, uint64_t len)
 }
 
 /*
+ * Step 0 of storm_bcast.h: srun's request, its credential and node list
+ * (both NUL-terminated here); 0, or -1 with err set.  *cred and *nodes
+ * are the caller's to free, on failure too.  *unread: see serve().
+ */
+static int read_request(int fd, storm_relay_req_t *rq, char **cred,
+			char **nodes, uint64_t *unread, char *err,
+			size_t errlen)
+{
+	int rrc;
+
+	if ((rrc = storm_bcast_io(fd, rq, sizeof(*rq), false))) {
+		snprintf(err, errlen, "no request: %s", strerror(-rrc));
+		return -1;
+	}
+	rq->magic = ntohl(rq->magic);
+	rq->cred_len = ntohl(rq->cred_len);
+	rq->nodes_len = ntohl(rq->nodes_len);
+	rq->key = be64toh(rq->key) & STORM_BCAST_KEY_MASK;
+	rq->size = be64toh(rq->size);
+	if (rq->magic == STORM_RELAY_MAGIC &&
+	    rq->size <= R.nm->conf.bcast_max_bytes)
+		*unread = rq->size;
+	if (rq->magic != STORM_RELAY_MAGIC || !rq->cred_len ||
+	    rq->cred_len > STORM_BCAST_MAX_CRED || !rq->nodes_len ||
+	    rq->nodes_len > STORM_RELAY_MAX_NODELIST || !rq->key) {
+		snprintf(err, errlen, "malformed request (not a STORM broadcast, or sizes out of range)");
+		return -1;
+	}
+	if (rq->size > R.nm->conf.bcast_max_bytes) {
+		snprintf(err, errlen, "node %s: %s", R.nm->node,
+			 storm_bcast_state_str(STORM_BCAST_EFBIG));
+		return -1;
+	}
+	*cred = calloc(1, rq->cred_len + 1);
+	*nodes = calloc(1, rq->nodes_len + 1);
+	if (!*cred || !*nodes) {
+		snprintf(err, errlen, "node %s: out of memory", R.nm->node);
+		return -1;
+	}
+	if (storm_bcast_io(fd, *cred, rq->cred_len, false) ||
+	    storm_bcast_io(fd, *nodes, rq->nodes_len, false)) {
+		snprintf(err, errlen, "request cut short");
+		return -1;
+	}
+	if (strlen(*cred) != rq->cred_len || strlen(*nodes) != rq->nodes_len) {
+		snprintf(err, errlen, "malformed request (NUL in the credential or node list)");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * One request from srun; fills msg with the answer's text.  Returns 0 when
  * every node of the step holds the file.  *unread: file bytes srun has yet
  * to send when it fails early, so that they can be read off before the
@@ -441,46 +550,12 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 	uint64_t key, size = 0;
 	uint8_t *map;
 	double t0 = now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
-	int st, rc = -1, rrc;
+	int st, rc = -1;
 
 	err[0] = '\0';
-	if ((rrc = storm_bcast_io(fd, &rq, sizeof(rq), false))) {
-		snprintf(err, sizeof(err), "no request: %s", strerror(-rrc));
+	if (read_request(fd, &rq, &cred, &nodes, unread, err, sizeof(err)))
 		goto done;
-	}
-	rq.magic = ntohl(rq.magic);
-	rq.cred_len = ntohl(rq.cred_len);
-	rq.nodes_len = ntohl(rq.nodes_len);
-	key = be64toh(rq.key) & STORM_BCAST_KEY_MASK;
-	rq.size = be64toh(rq.size);
-	if (rq.magic == STORM_RELAY_MAGIC && rq.size <= R.nm->conf.bcast_max_bytes)
-		*unread = rq.size;
-	if (rq.magic != STORM_RELAY_MAGIC || !rq.cred_len ||
-	    rq.cred_len > STORM_BCAST_MAX_CRED || !rq.nodes_len ||
-	    rq.nodes_len > STORM_RELAY_MAX_NODELIST || !key) {
-		snprintf(err, sizeof(err), "malformed request (not a STORM broadcast, or sizes out of range)");
-		goto done;
-	}
-	if (rq.size > R.nm->conf.bcast_max_bytes) {
-		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
-			 storm_bcast_state_str(STORM_BCAST_EFBIG));
-		goto done;
-	}
-	cred = calloc(1, rq.cred_len + 1);
-	nodes = calloc(1, rq.nodes_len + 1);
-	if (!cred || !nodes) {
-		snprintf(err, sizeof(err), "node %s: out of memory", R.nm->node);
-		goto done;
-	}
-	if (storm_bcast_io(fd, cred, rq.cred_len, false) ||
-	    storm_bcast_io(fd, nodes, rq.nodes_len, false)) {
-		snprintf(err, sizeof(err), "request cut short");
-		goto done;
-	}
-	if (strlen(cred) != rq.cred_len || strlen(nodes) != rq.nodes_len) {
-		snprintf(err, sizeof(err), "malformed request (NUL in the credential or node list)");
-		goto done;
-	}
+	key = rq.key;
 	if (parse_nodes(nodes, &set, err, sizeof(err)))
 		goto done;
 	st = nm_bcast_accept(cred, key, &f);
@@ -633,6 +708,29 @@ static void *acceptor(void *arg)
 }
 
 /* ------------------------------------------------------------ module */
+/* pause_us times its waits on CLOCK_MONOTONIC: a wall-clock step must not
+ * stretch or cut them. */
+static int init_wake(void)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (R.wake_ready)
+		return 0;
+	if ((rc = pthread_condattr_init(&ca)))
+		return -rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(&R.wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc) {
+		nm_error("relay: cannot set up its wait: %s", strerror(rc));
+		return -rc;
+	}
+	R.wake_ready = true;
+	return 0;
+}
+
 static int relay_init(nm_t *nm)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
@@ -644,6 +742,8 @@ static int relay_init(nm_t *nm)
 
 	R.nm = nm;
 	R.stop = false;
+	if ((rc = init_wake()))
+		return rc;
 	for (int i = 0; i < RELAY_MAX_CONN; i++)
 		R.conn[i] = -1;
 	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
@@ -682,7 +782,11 @@ static void relay_fini(nm_t *nm)
 {
 	struct timespec ts;
 
+	pthread_mutex_lock(&R.lock);
 	R.stop = true;
+	if (R.wake_ready)
+		pthread_cond_broadcast(&R.wake);	/* waits in wait_state */
+	pthread_mutex_unlock(&R.lock);
 	if (R.acceptor_started)
 		pthread_join(R.acceptor, NULL);
 	R.acceptor_started = false;

@@ -174,7 +174,8 @@ static int open_fabric(struct storm_ctx *ctx)
 		return rc;
 	/* An fd to sleep on lets an idle node wake as soon as a message
 	 * arrives instead of at the end of a backoff sleep.  shm's wait
-	 * objects never fire (notes/baselines.md section 5): poll there. */
+	 * objects never fire (a wait on its CQ fd sleeps through arriving
+	 * messages): poll there. */
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG,
 				  .wait_obj = FI_WAIT_FD, .size = 1024 };
 	ctx->cq_fd = -1;

