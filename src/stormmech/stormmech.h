@@ -65,10 +65,11 @@
  *
  * Capabilities
  *   At open the provider's native atomics, FI_RMA_EVENT remote counters and
- *   remote CQ data are probed and recorded (storm_ctx_caps()).  This first
- *   implementation uses one message path (fi_sendmsg/fi_recv with a
- *   validated header) for every mechanism on every provider; the table
- *   (sm_caps.c) is where a native path plugs in.
+ *   remote CQ data are probed and recorded (storm_ctx_caps()) for the
+ *   site to see.  Every mechanism runs over messages (fi_sendmsg/fi_recv
+ *   with a validated header) on every provider: each is a reduction or a
+ *   pipeline over a tree, where a native path would save at most one
+ *   software hop per node (sm_caps.c).
  *
  * Addressing
  *   tcp;ofi_rxm: "host:port" is an IPv4 address the endpoint binds.
