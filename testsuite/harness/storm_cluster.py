@@ -27,6 +27,7 @@ import subprocess
 import time
 
 from storm_netns import HEAD, Network
+from storm_wait import Deadline, poll, wait_for
 
 SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -43,8 +44,8 @@ def stop_clusters_on_signals():
     """SIGTERM, SIGHUP and SIGINT raise SystemExit in the main thread, once,
     so that the caller's `finally` and `with` blocks stop the clusters it
     started.  For the benchmarks and the demo: ended by `timeout`, a closed
-    terminal or a pipe reader that quit, they used to die at once and leave
-    whole 16-node clusters running (SIGINT too: a background job of a
+    terminal or a pipe reader that quit, they would otherwise die at once
+    and leave whole clusters running (SIGINT too: a background job of a
     non-interactive shell starts with SIGINT ignored).  Later signals are
     ignored, so that the teardown itself is not cut short."""
     def _exit(signum, frame):
@@ -102,11 +103,8 @@ def ensure_munge():
     # munged daemonizes; it is shared by every cluster on this host and
     # outlives us on purpose (as the system service would).
     subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
-    for _ in range(50):
-        if works():
-            return True
-        time.sleep(0.1)
-    raise ClusterError("munged started but munge -n | unmunge still fails")
+    return wait_for(works, 5, "munge -n | unmunge to work once munged started",
+                    error=ClusterError)
 
 
 class Cluster:
@@ -403,18 +401,22 @@ class Cluster:
     def wait_node_managers(self, nodes=None, timeout=60):
         """Wait until every node manager has joined the fabric and answers
         (slurmd is idle before its NM has fetched the node table)."""
-        deadline = time.time() + timeout
-        for node in nodes or self.node_names():
-            while True:
+        waiting = list(nodes or self.node_names())
+
+        def all_answer():
+            # in order, and a node that answered is not asked again
+            while waiting:
                 try:
-                    if self.nm_request(node, "ping").startswith("ok "):
-                        break
+                    if not self.nm_request(waiting[0], "ping").startswith("ok "):
+                        return False
                 except OSError:
-                    pass
-                if time.time() > deadline:
-                    raise ClusterError("node manager of %s not ready after %d s; see %s" % (
-                        node, timeout, self.path("log", "storm-nm-%s.log" % node)))
-                time.sleep(0.1)
+                    return False
+                waiting.pop(0)
+            return True
+
+        if not poll(all_answer, timeout):
+            raise ClusterError("node manager of %s not ready after %d s; see %s" % (
+                waiting[0], timeout, self.path("log", "storm-nm-%s.log" % waiting[0])))
 
     def start_ctld(self):
         self._spawn("slurmctld", ["slurmctld", "-D", "-c", "-f", self.conf])
@@ -450,40 +452,37 @@ class Cluster:
                         host=node)
         # Up to 10 s: on a loaded host unshare may take long to switch, and
         # a namespace not recorded is a node whose processes stop() misses.
-        for _ in range(500):
-            try:
+        def recorded_or_exited():
+            with contextlib.suppress(OSError):
                 ns = os.stat("/proc/%d/ns/mnt" % p.pid).st_ino
                 if ns != os.stat("/proc/self/ns/mnt").st_ino:
                     # A restarted slurmd gets a new namespace; what the old
                     # one started (the node manager) lives on in the old.
                     self.node_ns.setdefault(node, []).append(ns)
-                    break
-            except OSError:
-                pass
-            if p.poll() is not None:
-                break
-            time.sleep(0.02)
+                    return True
+            return p.poll() is not None
+
+        poll(recorded_or_exited, 10, 0.02)
         return p
 
     def _wait_ctld(self, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def answers():
             p = self.procs["slurmctld"]
             if p.poll() is not None:
                 raise ClusterError("slurmctld exited with %s; see %s" % (
                     p.returncode, self.log()))
-            if self.run(["scontrol", "ping"], check=False).stdout.find("UP") >= 0:
-                return
-            time.sleep(0.2)
-        raise ClusterError("slurmctld did not answer within %d s; see %s" % (
-            timeout, self.log()))
+            return "UP" in self.run(["scontrol", "ping"], check=False).stdout
+
+        if not poll(answers, timeout, 0.2):
+            raise ClusterError("slurmctld did not answer within %d s; see %s" % (
+                timeout, self.log()))
 
     def wait_idle(self, timeout=60, nodes=None):
         """Wait until every node (or the given ones) is idle."""
         want = set(nodes or self.node_names())
-        deadline = time.time() + timeout
-        last = ""
-        while time.time() < deadline:
+        last = [""]
+
+        def all_idle():
             for name, p in self.procs.items():
                 if p.poll() is not None and name.startswith("slurmd-") and \
                         name[len("slurmd-"):] in want:
@@ -491,12 +490,12 @@ class Cluster:
                         name, p.returncode, self.log(name[len("slurmd-"):])))
             out = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False).stdout
             states = dict(l.split() for l in out.splitlines() if l.strip())
-            last = out
-            if want and all(states.get(n) == "idle" for n in want):
-                return
-            time.sleep(0.1)
-        raise ClusterError("nodes not idle after %d s:\n%s\nlogs in %s\n%s" % (
-            timeout, last, self.path("log"), self._stuck_report(last, want)))
+            last[0] = out
+            return want and all(states.get(n) == "idle" for n in want)
+
+        if not poll(all_idle, timeout):
+            raise ClusterError("nodes not idle after %d s:\n%s\nlogs in %s\n%s" % (
+                timeout, last[0], self.path("log"), self._stuck_report(last[0], want)))
 
     def _tail(self, path, lines):
         try:
@@ -563,14 +562,15 @@ class Cluster:
                  states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
                          "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL")):
         """Wait until a job reaches one of `states`; returns its final info."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def final_info():
             info = self.job_info(jobid)
-            if info.get("JobState") in states:
-                return info
-            time.sleep(0.2)
-        raise ClusterError("job %s not finished after %d s: %s" % (
-            jobid, timeout, self.job_info(jobid)))
+            return info if info.get("JobState") in states else None
+
+        info = poll(final_info, timeout, 0.2)
+        if not info:
+            raise ClusterError("job %s not finished after %d s: %s" % (
+                jobid, timeout, self.job_info(jobid)))
+        return info
 
     def pid(self, name):
         """PID of a daemon this cluster started ("slurmctld", "slurmd-node1")."""
@@ -609,18 +609,17 @@ class Cluster:
 
     def wait_log(self, pattern, node=None, start=0, timeout=30):
         """Wait for a regex in a daemon's log past byte offset `start`."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                with open(self.log(node), errors="replace") as f:
-                    f.seek(start)
-                    m = re.search(pattern, f.read())
-                if m:
-                    return m
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise ClusterError("%r not in %s after %d s" % (pattern, self.log(node), timeout))
+        def found():
+            with contextlib.suppress(OSError), \
+                    open(self.log(node), errors="replace") as f:
+                f.seek(start)
+                return re.search(pattern, f.read())
+            return None
+
+        m = poll(found, timeout)
+        if not m:
+            raise ClusterError("%r not in %s after %d s" % (pattern, self.log(node), timeout))
+        return m
 
     def restart_slurmd(self, node, wait=True):
         start = self.log_size(node)
@@ -640,18 +639,18 @@ class Cluster:
         of a job starting comes back without the job.  A test that kills
         slurmctld to test recovery calls this first; a harmless update of
         `jobid` marks the job state dirty so a save must follow."""
-        since = time.time()
+        since = time.time()         # wall clock: compared with a file's mtime
         self.run(["scontrol", "update", "JobId=%s" % jobid,
                   "Comment=state-saved"])
         f = os.path.join(self.path("state"), "job_state")
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+
+        def saved():
             with contextlib.suppress(OSError):
-                if os.stat(f).st_mtime > since:
-                    return
-            time.sleep(0.2)
-        raise ClusterError("slurmctld did not save its job state within %d s"
-                           % timeout)
+                return os.stat(f).st_mtime > since
+            return False
+
+        wait_for(saved, timeout, "slurmctld to save its job state", 0.2,
+                 error=ClusterError)
 
     def restart_ctld(self, sig=signal.SIGTERM):
         """Stop slurmctld and start it again from its saved state."""
@@ -684,10 +683,10 @@ class Cluster:
         # A frozen task cannot die: thaw this cluster's job cgroups (a
         # gang-scheduled job may be frozen when a test ends).
         self.thaw_all()
-        deadline = time.time() + timeout
+        deadline = Deadline(timeout)
         for p in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=max(0.1, deadline - time.time()))
+                p.wait(timeout=max(0.1, deadline.left()))
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -732,29 +731,30 @@ class Cluster:
     def _require_clean_cgroups(self, timeout=15):
         """A cluster's cgroup subtrees are named after its directory, so a
         cluster started again in the same directory meets whatever the last
-        one left there.  Seen once, seconds after a stop: a new job's step
-        cgroup vanished as its slurmstepd filled it ("_cgroup_procs_check:
-        failed" in slurmd's log) and the step never ran; the likely cause,
-        not proven, is the old cluster's step cgroups of the same job id
-        being cleaned up under the new one.  Wait for the old subtrees to
-        empty and remove them; refuse, naming the tasks, if they do not."""
+        one left there.  Seconds after a stop, a new job's step cgroup can
+        vanish as its slurmstepd fills it ("_cgroup_procs_check: failed" in
+        slurmd's log) and the step never runs, most likely because the old
+        cluster's step cgroups of the same job id are being cleaned up under
+        the new one.  Wait for the old subtrees to empty and remove them;
+        refuse, naming the tasks, if they do not."""
         roots = [self.cgroup_root(c) for c in ("freezer", "cpu", "memory")]
-        deadline = time.time() + timeout
-        while True:
-            left = []
+        left = []
+
+        def empty():
+            left[:] = []
             for root in roots:
                 for d, _, files in os.walk(root):
                     if "tasks" in files:
                         with contextlib.suppress(OSError), \
                                 open(os.path.join(d, "tasks")) as f:
-                            left += [(d, t) for t in f.read().split()]
-            if not left:
-                break
-            if time.time() > deadline:
-                raise ClusterError("tasks of an earlier cluster in %s are still in its cgroups: %s"
-                                   % (self.dir, left[:8]))
-            self.thaw_all()
-            time.sleep(0.2)
+                            left.extend((d, t) for t in f.read().split())
+            if left:
+                self.thaw_all()
+            return not left
+
+        if not poll(empty, timeout, 0.2):
+            raise ClusterError("tasks of an earlier cluster in %s are still in its cgroups: %s"
+                               % (self.dir, left[:8]))
         for root in roots:
             self._remove_cgroups(root)
 
@@ -762,14 +762,14 @@ class Cluster:
     def _remove_cgroups(root, timeout=10):
         """Remove a (now empty) cgroup subtree, deepest first.  A task just
         killed stays a member until it is reaped (EBUSY): retry a while."""
-        deadline = time.time() + timeout
-        while os.path.isdir(root):
+        def removed():
             for d, _, _ in sorted(os.walk(root), key=lambda w: -w[0].count("/")):
                 with contextlib.suppress(OSError):
                     os.rmdir(d)
-            if not os.path.isdir(root) or time.time() > deadline:
-                break
-            time.sleep(0.1)
+            return not os.path.isdir(root)
+
+        if os.path.isdir(root):
+            poll(removed, timeout)
 
     def __enter__(self):
         return self.start()

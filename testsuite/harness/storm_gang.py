@@ -11,7 +11,12 @@ import contextlib
 import os
 import time
 
+from storm_cluster import Cluster
+from storm_jobs import jobs_cancelled
+from storm_wait import wait_for  # noqa: F401 (the benchmarks and demo use g.wait_for)
+
 SPIN = "while :; do :; done"
+GANG_PARTITION = "OverSubscribe=FORCE:2"
 
 
 def nm_request(cluster, node, req, timeout=5):
@@ -40,33 +45,55 @@ def nm_trace(cluster, node, since=(0, 0)):
     return out
 
 
+def new_gang_cluster(workdir, nodes, storm_conf, partition_opts=GANG_PARTITION, **kw):
+    """A cluster (not started yet) whose partition time-shares its nodes.
+    kw: more storm_cluster.Cluster options (network, link_mbit)."""
+    return Cluster(workdir, nodes=nodes, partition_opts=partition_opts,
+                   storm_conf=storm_conf, **kw)
+
+
+def start_gang(cluster):
+    """Start a gang cluster and wait until its node managers get strobes."""
+    cluster.start()
+    wait_gang_ready(cluster)
+    return cluster
+
+
 @contextlib.contextmanager
-def gang_cluster(workdir, nodes, storm_conf, partition_opts="OverSubscribe=FORCE:2",
-                 **kw):
-    """A started cluster whose node managers receive strobes; stopped on
-    exit.  kw: more storm_cluster.Cluster options (network, link_mbit)."""
-    from storm_cluster import Cluster
-    c = Cluster(workdir, nodes=nodes, partition_opts=partition_opts,
-                storm_conf=storm_conf, **kw)
+def gang_cluster(workdir, nodes, storm_conf, partition_opts=GANG_PARTITION, **kw):
+    """A started gang cluster, stopped on exit (for scripts; the system
+    tests take theirs from conftest's make_gang_cluster)."""
+    c = new_gang_cluster(workdir, nodes, storm_conf, partition_opts, **kw)
     try:
-        c.start()
-        wait_gang_ready(c)
-        yield c
+        yield start_gang(c)
     finally:
         c.stop()
 
 
-def submit_pair(cluster, nodes, names=("A", "B")):
+def submit_pair(cluster, nodes, names=("A", "B"), jobs=None):
     """Two spinner jobs on exactly `nodes`, once the Machine Manager has them
-    in two slots of its matrix: (a, b, pids of a, pids of b)."""
+    in two slots of its matrix: (a, b, pids of a, pids of b).  Each job id
+    is appended to `jobs` (a list) as soon as it exists."""
+    jobs = [] if jobs is None else jobs
     a = submit_spinner(cluster, nodes, name=names[0])
+    jobs.append(a)
     b = submit_spinner(cluster, nodes, name=names[1])
+    jobs.append(b)
     pa = spinner_pids(cluster, a, nodes)
     pb = spinner_pids(cluster, b, nodes)
     wait_for(lambda: set(mm_status(cluster)[2]) >= {a, b} and
              mm_status(cluster)[0].get("nslots") == "2", 30,
              "both jobs in two slots of the MM's matrix")
     return a, b, pa, pb
+
+
+@contextlib.contextmanager
+def running_pair(cluster, nodes, names=("A", "B"), **cleanup):
+    """submit_pair() as a context: yields (a, b, pids of a, pids of b) and
+    cancels both jobs on exit (storm_jobs.jobs_cancelled; cleanup: its
+    timeout and idle_timeout)."""
+    with jobs_cancelled(cluster, **cleanup) as jobs:
+        yield submit_pair(cluster, nodes, names, jobs)
 
 
 def wait_gang_ready(cluster, timeout=90):
@@ -101,18 +128,6 @@ def mm_status(cluster):
             k, _, v = line.partition("=")
             hdr[k] = v
     return hdr, nodes, jobs
-
-
-def wait_for(pred, timeout, what, period=0.1):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(period)
-    raise AssertionError("timed out after %d s waiting for %s (last: %r)" % (
-        timeout, what, last))
 
 
 def submit_spinner(cluster, nodes, name="spin", cpus=None, extra=()):

@@ -26,7 +26,7 @@ import subprocess
 NETNS_DIR = "/run/netns"
 # tbf needs a bucket of at least one GSO segment (veth sends up to 64 KiB):
 # with a smaller burst it cuts every segment to MTU size and the host's CPU,
-# not the link, becomes the limit (doc/notes, namespace network).
+# not the link, becomes the limit.
 TBF_BURST = "1mb"
 TBF_LATENCY = "20ms"
 HEAD = "head"

@@ -2,9 +2,19 @@
 
 One 8-node cluster serves the whole session (tests must leave it idle and
 with the default storm.conf); tests that need another shape start their own
-with `make_cluster`.  Logs stay under $STORM_TEST_LOGDIR (default
-<builddir>/testsuite/python/logs); a failing test's report names them.
+with `make_cluster`, and gang-scheduling modules theirs with
+`make_gang_cluster`.  Logs stay under $STORM_TEST_LOGDIR (default
+<builddir>/testsuite/python/logs); a failing test's report names the logs
+of every cluster then running and carries their latest errors.
+
+The harness directory is put on sys.path here, once: tests import
+storm_cluster, storm_gang, storm_jobs and storm_wait directly.
+
+Tests marked `timing` assert a rate, a share or a duration that a loaded
+host can push past its tolerance (tolerances.py); `-m "not timing"`
+leaves them out.
 """
+import contextlib
 import os
 import signal
 import sys
@@ -15,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 
 from storm_cluster import Cluster  # noqa: E402
+from storm_gang import new_gang_cluster, start_gang  # noqa: E402
 
 LOGROOT = os.environ.get("STORM_TEST_LOGDIR", os.path.join(HERE, "logs"))
 _clusters = []
@@ -50,31 +61,46 @@ def pytest_runtest_makereport(item, call):
                                  c.recent_errors()))
 
 
-@pytest.fixture(scope="session")
-def cluster():
-    c = Cluster(os.path.join(LOGROOT, "main8"), nodes=8)
+@contextlib.contextmanager
+def _tracked(c):
+    """c known to the failure hook from before its start until it stopped."""
     _clusters.append(c)
     try:
-        c.start()
         yield c
     finally:
         c.stop()
         _clusters.remove(c)
 
 
-@pytest.fixture
-def make_cluster(request):
-    """Start extra clusters: make_cluster("name", nodes=4, ...)."""
-    made = []
-
-    def make(name, **kw):
-        c = Cluster(os.path.join(LOGROOT, name), **kw)
-        made.append(c)
-        _clusters.append(c)
+@pytest.fixture(scope="session")
+def cluster():
+    with _tracked(Cluster(os.path.join(LOGROOT, "main8"), nodes=8)) as c:
         c.start()
-        return c
+        yield c
 
-    yield make
-    for c in made:
-        c.stop()
-        _clusters.remove(c)
+
+@pytest.fixture
+def make_cluster():
+    """Start extra clusters for one test: make_cluster("name", nodes=4, ...)
+    (storm_cluster.Cluster's options); stopped after the test."""
+    with contextlib.ExitStack() as stack:
+        def make(name, **kw):
+            c = stack.enter_context(_tracked(Cluster(os.path.join(LOGROOT, name), **kw)))
+            return c.start()
+
+        yield make
+
+
+@pytest.fixture(scope="module")
+def make_gang_cluster():
+    """Start gang-scheduling clusters for one test module:
+    make_gang_cluster("name", nodes, storm_conf, partition_opts, **kw)
+    (storm_gang.new_gang_cluster's arguments); each is returned once its
+    node managers get strobes, and stopped after the module."""
+    with contextlib.ExitStack() as stack:
+        def make(name, nodes, storm_conf, *args, **kw):
+            c = stack.enter_context(_tracked(new_gang_cluster(
+                os.path.join(LOGROOT, name), nodes, storm_conf, *args, **kw)))
+            return start_gang(c)
+
+        yield make

@@ -52,7 +52,7 @@ def test_srun_loads_launch_and_spank(cluster):
 
 
 def test_slurmstepd_runs_spank(cluster):
-    r = cluster.run(["srun", "-N", "2", "-w", "node3,node4", "true"])
+    cluster.run(["srun", "-N", "2", "-w", "node3,node4", "true"])
     jobid = None
     for node in ("node3", "node4"):
         steps = re.findall(r"\[(\d+)\.0\] spank/storm: init in slurmstepd for \1\.0",

@@ -1,9 +1,10 @@
 """A broken storm.conf is reported with file, line and key; no daemon dies."""
 import re
 import subprocess
-import time
 
 import pytest
+
+from storm_wait import wait_for
 
 BAD = [
     # (storm.conf text, line, what the message must name)
@@ -19,15 +20,10 @@ def _stormctl(cluster, *args):
 
 
 def _wait_log(path, pattern, timeout=20, start=0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def found():
         with open(path) as f:
-            text = f.read()[start:]
-        m = re.search(pattern, text)
-        if m:
-            return m
-        time.sleep(0.2)
-    raise AssertionError("%r not in %s within %d s" % (pattern, path, timeout))
+            return re.search(pattern, f.read()[start:])
+    return wait_for(found, timeout, "%r in %s" % (pattern, path), 0.2)
 
 
 def _log_size(path):
@@ -65,9 +61,9 @@ def test_slurmctld_keeps_last_good_config_on_reconfigure(cluster, text, line, wh
         assert cluster.run(["srun", "-N", "8", "true"]).returncode == 0
         # Let the job end on every node before the next reconfigure: this
         # test is about storm.conf, not about a reconfigure racing a job's
-        # end (CI once saw node1 stay "completing" for over 60 s after one;
-        # had a TERMINATE_JOB been lost, Slurm would re-send it only after
-        # KillWait + 2 * MessageTimeout, on its 60 s purge cycle).
+        # end (a node can stay "completing" for over a minute after one: a
+        # lost TERMINATE_JOB is re-sent only after KillWait + 2 *
+        # MessageTimeout, on Slurm's 60 s purge cycle).
         cluster.wait_idle()
     finally:
         cluster.write_storm_conf(good)

@@ -7,36 +7,36 @@ import socket
 import subprocess
 import time
 
+from storm_wait import poll
+
 
 def nm_socket(cluster, node):
     return os.path.join(cluster.node_local(node), "storm", ".nm-%s.sock" % node)
 
 
 def nm_request(cluster, node, req, timeout=5):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(timeout)
-    try:
-        s.connect(nm_socket(cluster, node))
-        s.send(req.encode())
-        return s.recv(4096).decode()
-    finally:
-        s.close()
+    return cluster.nm_request(node, req, timeout=timeout)
 
 
 def nm_ping(cluster, node, timeout=30):
     """Wait until the node's NM answers; returns its ping reply fields."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
+    last = [None]
+
+    def fields():
         try:
             reply = nm_request(cluster, node, "ping")
-            if reply.startswith("ok "):
-                return dict(w.split("=", 1) for w in reply[3:].split())
-            last = reply
         except OSError as e:
-            last = e
-        time.sleep(0.2)
-    raise AssertionError("NM of %s does not answer: %s" % (node, last))
+            last[0] = e
+            return None
+        if reply.startswith("ok "):
+            return dict(w.split("=", 1) for w in reply[3:].split())
+        last[0] = reply
+        return None
+
+    info = poll(fields, timeout, 0.2)
+    if not info:
+        raise AssertionError("NM of %s does not answer: %s" % (node, last[0]))
+    return info
 
 
 def test_every_node_has_its_manager(cluster):
@@ -124,10 +124,15 @@ def test_dead_manager_is_restarted_by_slurmd(cluster):
     node = "node4"
     pid = int(nm_ping(cluster, node)["pid"])
     os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + 15
-    while time.time() < deadline and os.path.exists("/proc/%d/status" % pid) and \
-            "zombie" not in open("/proc/%d/status" % pid).read():
-        time.sleep(0.1)
+
+    def gone():
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                return "zombie" in f.read()
+        except OSError:
+            return True
+
+    poll(gone, 15)
     log = open(cluster.path("log", "storm-nm-%s.log" % node)).read()
     assert "exit cleanly" in log
     cluster.restart_slurmd(node)

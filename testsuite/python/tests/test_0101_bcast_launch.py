@@ -7,12 +7,14 @@ shared cluster keeps BcastExecutable=no); =no gives stock Slurm."""
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import time
 
 import pytest
+
+from storm_jobs import jobs_cancelled, submitted
+from storm_wait import poll
 
 BCAST = {"SLURM_STORM_BCAST": "yes"}
 
@@ -55,15 +57,33 @@ def job_dirs(cluster, node):
 
 def wait_no_files(cluster, timeout=40):
     """Every node's BcastDir holds no job directory (epilog or sweep)."""
-    deadline = time.time() + timeout
     left = {}
-    while time.time() < deadline:
-        left = {n: job_dirs(cluster, n) for n in cluster.node_names()}
-        left = {n: d for n, d in left.items() if d}
-        if not left:
-            return
-        time.sleep(0.5)
-    raise AssertionError("broadcast files left behind: %s" % left)
+
+    def none_left():
+        left.clear()
+        left.update((n, d) for n in cluster.node_names() for d in [job_dirs(cluster, n)] if d)
+        return not left
+
+    if not poll(none_left, timeout, 0.5):
+        raise AssertionError("broadcast files left behind: %s" % left)
+
+
+@contextlib.contextmanager
+def dest_removed(cluster, nodes, name):
+    """Yields the nodes' common path <local>/dest/name; whatever each node
+    holds there (a file, or a directory a test put in the way) is removed
+    on exit."""
+    for n in nodes:
+        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
+    try:
+        yield cluster.path("local", "dest", name)
+    finally:
+        for n in nodes:
+            path = os.path.join(cluster.node_local(n), "dest", name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def run_bcast(cluster, nodes, script, digest, extra=(), **envkw):
@@ -178,29 +198,21 @@ def test_overlapped_step_never_runs_the_previous_file(cluster):
     answer for its key), so each step prints its own checksum."""
     d = share_dir(cluster)
     nodes = cluster.node_names()[:2]
-    for n in nodes:
-        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
-    dest = cluster.path("local", "dest", "same.sh")
     first, second = os.path.join(d, "first.sh"), os.path.join(d, "second.sh")
     d1 = checksum_script(first, 64 * 1024)
     d2 = checksum_script(second, 64 * 1024 * 1024)  # still travelling at exec
     out = os.path.join(d, "twosteps.out")
-    jobid = cluster.sbatch("-N2", "-w", ",".join(nodes), "-o", out, "--wrap",
-                           "export SLURM_STORM_BCAST_OVERLAP=yes; "
-                           "srun -N2 --bcast=%s %s && srun -N2 --bcast=%s %s" % (
-                               dest, first, dest, second))
-    try:
+    with dest_removed(cluster, nodes, "same.sh") as dest, \
+            submitted(cluster, "-N2", "-w", ",".join(nodes), "-o", out, "--wrap",
+                      "export SLURM_STORM_BCAST_OVERLAP=yes; "
+                      "srun -N2 --bcast=%s %s && srun -N2 --bcast=%s %s" % (
+                          dest, first, dest, second), idle_timeout=None) as jobid:
         info = cluster.wait_job(jobid, timeout=180)
         text = open(out).read()
         assert info["JobState"] == "COMPLETED", (info, text)
         sums = [l.split()[1] for l in text.splitlines()
                 if l.strip() and not l.startswith("srun")]
         assert sums == [d1, d1, d2, d2], text
-    finally:
-        cluster.run(["scancel", str(jobid)], check=False)
-        for n in nodes:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(cluster.node_local(n), "dest", "same.sh"))
 
 
 @pytest.mark.parametrize("overlap", ["yes", "no"])
@@ -209,15 +221,10 @@ def test_node_failing_after_the_others_hold_the_file_runs_nothing(cluster, overl
     name is a non-empty directory), after node2 has put its own copy in
     place.  No task may start anywhere: with the overlapped launch node2's
     task is already waiting for its node's copy, and it must also wait for
-    the relay's go-ahead, which never comes (before the go-ahead, node2's
-    task ran here every time)."""
+    the relay's go-ahead, which never comes (without the go-ahead, node2's
+    task would run)."""
     d = share_dir(cluster)
     nodes = ["node1", "node2", "node3"]
-    for n in nodes:
-        os.makedirs(os.path.join(cluster.node_local(n), "dest"), exist_ok=True)
-    blocker = os.path.join(cluster.node_local("node3"), "dest", "late.sh")
-    os.makedirs(os.path.join(blocker, "keep"), exist_ok=True)
-    dest = cluster.path("local", "dest", "late.sh")
     script = os.path.join(d, "late-%s.sh" % overlap)
     checksum_script(script, 256 * 1024)
     marker = os.path.join(d, "late-%s.ran" % overlap)
@@ -228,7 +235,9 @@ def test_node_failing_after_the_others_hold_the_file_runs_nothing(cluster, overl
     with contextlib.suppress(FileNotFoundError):
         os.unlink(marker)
     cluster.wait_idle(nodes=nodes)
-    try:
+    with dest_removed(cluster, nodes, "late.sh") as dest:
+        blocker = os.path.join(cluster.node_local("node3"), "dest", "late.sh")
+        os.makedirs(os.path.join(blocker, "keep"), exist_ok=True)
         r = cluster.run(["srun", "-N3", "-w", ",".join(nodes), "--bcast=" + dest, script],
                         check=False, timeout=120,
                         env=env(cluster, SLURM_STORM_BCAST_OVERLAP=overlap))
@@ -238,11 +247,6 @@ def test_node_failing_after_the_others_hold_the_file_runs_nothing(cluster, overl
         assert not os.path.exists(marker), open(marker).read()
         # node2 did hold the file: the failure came after its commit
         assert os.path.isfile(os.path.join(cluster.node_local("node2"), "dest", "late.sh"))
-    finally:
-        shutil.rmtree(blocker, ignore_errors=True)
-        for n in nodes:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(cluster.node_local(n), "dest", "late.sh"))
 
 
 BAD = [
@@ -338,17 +342,19 @@ def test_other_user_cannot_read_the_copies(cluster):
     r = cluster.run(["runuser", "-u", "stormtest", "--", "sbatch", "--parsable", "-N2",
                      "-o", out, batch])
     jobid = int(r.stdout.strip().split(";")[0])
-    try:
-        deadline = time.time() + 90
+    with jobs_cancelled(cluster, jobid, timeout=120, idle_timeout=None):
         files = []
-        while time.time() < deadline and len(files) < 2:
-            files = []
+
+        def both_copies():
+            files[:] = []
             for n in cluster.node_names():
                 jd = os.path.join(cluster.node_local(n), "storm", "job_%d" % jobid)
                 if os.path.isdir(jd):
-                    files += [os.path.join(jd, x) for x in os.listdir(jd)
-                              if not x.startswith(".")]
-            time.sleep(0.5)
+                    files.extend(os.path.join(jd, x) for x in os.listdir(jd)
+                                 if not x.startswith("."))
+            return len(files) >= 2
+
+        poll(both_copies, 90, 0.5)
         assert len(files) == 2, files
         for f in files:
             st = os.stat(os.path.dirname(f))
@@ -362,9 +368,6 @@ def test_other_user_cannot_read_the_copies(cluster):
             assert r.returncode != 0
         with open(out) as f:
             assert {l.split()[1] for l in f if l.strip()} == {digest}
-    finally:
-        cluster.run(["scancel", str(jobid)], check=False)
-    cluster.wait_job(jobid)
     wait_no_files(cluster)
 
 
@@ -394,24 +397,23 @@ def revive_node(cluster, victim, old_pid):
     """After its NM was killed: the node gets a new NM from its slurmd
     (SPANK), which cleans up; the machine manager may have drained the
     node meanwhile (its NM stopped acknowledging strobes): resume it."""
-    deadline = time.time() + 60
-    while time.time() < deadline:
+    def idle_resuming():
         st = cluster.run(["sinfo", "-h", "-n", victim, "-o", "%T"], check=False).stdout
         if "idle" in st and "drain" not in st:
-            break
+            return True
         if "drain" in st:
             cluster.run(["scontrol", "update", "nodename=" + victim, "state=resume"],
                         check=False)
-        time.sleep(0.5)
+        return False
+
+    def new_nm():
+        with contextlib.suppress(OSError, ValueError):
+            return nm_pid(cluster, victim) != old_pid
+        return False
+
+    poll(idle_resuming, 60, 0.5)
     cluster.wait_idle()
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if nm_pid(cluster, victim) != old_pid:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.2)
+    poll(new_nm, 30, 0.2)
 
 
 def test_nm_killed_mid_transfer_fails_cleanly(cluster):
@@ -433,13 +435,12 @@ def test_nm_killed_mid_transfer_fails_cleanly(cluster):
     p = subprocess.Popen(["srun", "-N4", big], env=env(cluster, **BCAST),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
+        def receiving():
             with open(log) as f:
                 f.seek(start)
-                if "receiving s0_big64.sh" in f.read():
-                    break
-            time.sleep(0.005)
+                return "receiving s0_big64.sh" in f.read()
+
+        poll(receiving, 60, 0.005)
         os.kill(pid, 19)            # SIGSTOP: it holds the file half-written
         out, err = p.communicate(timeout=120)
     finally:
@@ -493,8 +494,8 @@ def test_mpi_pmix_under_storm_launch(cluster):
     e = env(cluster, OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo",
             OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_mpi_yield_when_idle="1",
             OMPI_MCA_pml="ob1", **BCAST)
-    # a rank that dies ends the step at once (it once segfaulted right
-    # after start, cause unknown, and the others waited out the timeout)
+    # a rank that dies ends the step at once, rather than the others
+    # waiting out the timeout
     r = cluster.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1",
                      "--kill-on-bad-exit=1", exe], env=e, timeout=240, check=False)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -16,6 +16,7 @@ import time
 
 import xxhash
 
+from storm_jobs import jobs_cancelled
 from test_0101_bcast_launch import (checksum_script, ensure_user, nm_pid, revive_node,
                                     run_bcast, share_dir, wait_no_files)
 
@@ -115,9 +116,11 @@ def test_user_cannot_reach_other_jobs_or_nodes(cluster):
     too, refused by node5, and the relay keeps no copy."""
     ensure_user("stormtest")
     data = b"#!/bin/sh\necho should never run\n" + bytes(200000)
-    root_job = alloc(cluster, "root", "node1,node2")
-    own_job = alloc(cluster, "stormtest", "node1,node2")
-    try:
+    with jobs_cancelled(cluster, timeout=120, idle_timeout=None) as jobs:
+        root_job = alloc(cluster, "root", "node1,node2")
+        jobs.append(root_job)
+        own_job = alloc(cluster, "stormtest", "node1,node2")
+        jobs.append(own_job)
         ans = ask(cluster, "node1", request(cluster, "stormtest", root_job, "node1,node2", data))
         assert ans[0] == 1 and "node1" in ans[1] and "not authorized" in ans[1], ans
         ans = ask(cluster, "node1", request(cluster, "stormtest", own_job, "node[1-2],node5",
@@ -140,9 +143,6 @@ def test_user_cannot_reach_other_jobs_or_nodes(cluster):
             with open(f, "rb") as fh:
                 assert fh.read() == data
             assert os.stat(f).st_uid == pwd.getpwnam("stormtest").pw_uid
-    finally:
-        cluster.run(["scancel", str(root_job), str(own_job)], check=False)
-    cluster.wait_job(own_job)
     wait_no_files(cluster)
 
 

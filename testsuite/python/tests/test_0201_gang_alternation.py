@@ -3,37 +3,35 @@
 Every node runs one spinning task per job (a 2-core host cannot show
 quantum behaviour with more), the MM strobes every 40 ms, and the test
 samples each task's CPU time (/proc/<pid>/schedstat) every ~2 ms from a
-real-time thread.  It asserts behaviour, not speed: the jobs take turns on
-every node, both progress, they share the CPU fairly over 200 quanta, and
-Slurm sees both RUNNING the whole time.
+real-time thread.  The jobs take turns on every node, both progress, and
+Slurm sees both RUNNING the whole time; the tests marked `timing` also
+check that they share the CPU fairly over 200 quanta.
 """
+import contextlib
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
+import storm_gang as g
+import tolerances as tol
+from storm_jobs import jobs_cancelled
 
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
 Q_MS = 40
 NODES = ["node1", "node2", "node3", "node4"]
 
 
 @pytest.fixture(scope="module")
-def gang4():
-    with g.gang_cluster(os.path.join(LOGROOT, "gang4"), 4,
-                        "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
-                        "SuspectQuanta=10\n" % Q_MS,
-                        "OverSubscribe=FORCE:3") as c:
-        yield c
+def gang4(make_gang_cluster):
+    return make_gang_cluster("gang4", 4,
+                             "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
+                             "SuspectQuanta=10\n" % Q_MS,
+                             "OverSubscribe=FORCE:3")
 
 
 def _pair(cluster):
-    return g.submit_pair(cluster, NODES, ("gangA", "gangB"))
+    return g.running_pair(cluster, NODES, ("gangA", "gangB"))
 
 
 def _alternate(pa, pb, q_ms, max_both):
@@ -62,17 +60,14 @@ def _alternate(pa, pb, q_ms, max_both):
     return tot_a / float(tot_a + tot_b), both
 
 
-def test_two_jobs_alternate_and_share_fairly(gang4):
+def test_two_jobs_alternate(gang4):
     c = gang4
-    a, b, pa, pb = _pair(c)
-    try:
+    with _pair(c) as (a, b, pa, pb):
         hdr, nodes, jobs = g.mm_status(c)
         assert jobs[a]["slot"] != jobs[b]["slot"]
         assert jobs[a]["slot"] in ("0", "1") and jobs[b]["slot"] in ("0", "1")
         share, both = _alternate(pa, pb, Q_MS, 0.15)
         print("gang alternation: share of job A %.4f; per-node overlap %s" % (share, both))
-        # fair share within 5% (relative) over 200 quanta
-        assert abs(share - 0.5) <= 0.025, share
 
         # Slurm still sees two RUNNING jobs: no job_suspend was involved
         for j in (a, b):
@@ -86,42 +81,63 @@ def test_two_jobs_alternate_and_share_fairly(gang4):
         assert all(v["state"] == "live" and v["misses"] == "0"
                    for v in nodes.values()), nodes
         assert int(hdr["nslots"]) == 2
+
+
+@pytest.mark.timing
+def test_two_jobs_share_fairly(gang4):
+    with _pair(gang4) as (a, b, pa, pb):
+        share, both = _alternate(pa, pb, Q_MS, 0.15)
+        print("gang alternation: share of job A %.4f; per-node overlap %s" % (share, both))
+        assert abs(share - 0.5) <= tol.FAIR_SHARE_DEVIATION, share
+
+
+STROBE_Q_MS, STROBE_PER = 25, 8
+
+
+@contextlib.contextmanager
+def _one_strobe_per_quanta(c):
+    """A pair taking turns with StrobeInterval: the MM strobes once per
+    STROBE_PER quanta of STROBE_Q_MS.  Yields the NMs' gang replies before
+    and after sampling 200 quanta, and job A's share of the CPU; on exit
+    the pair is cancelled and the module's storm.conf back in force."""
+    path = c.path("etc", "storm.conf")
+    good = open(path).read()
+    q_ms, per = STROBE_Q_MS, STROBE_PER
+    c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=%dms" % q_ms)
+                       .replace("FailSafe=500ms", "FailSafe=1s") +
+                       "StrobeInterval=%dms\n" % (q_ms * per))
+    c.run(["scontrol", "reconfigure"])
+    try:
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(q_ms * 1000),
+                   30, "MM at %d ms" % q_ms)
+        with _pair(c) as (a, b, pa, pb):
+            g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
+                       30, "%d quanta a strobe" % per)
+            before = {n: g.nm_gang(c, n) for n in NODES}
+            # a switch every 25 ms straddles about one 2 ms sample in 12
+            share, both = _alternate(pa, pb, q_ms, 0.2)
+            after = {n: g.nm_gang(c, n) for n in NODES}
+            print("one strobe per %d quanta: share of job A %.4f; per-node overlap %s"
+                  % (per, share, both))
+            yield before, after, share
     finally:
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=60)
+        c.write_storm_conf(good)
+        c.run(["scontrol", "reconfigure"], check=False)
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(Q_MS * 1000),
+                   30, "MM back at %d ms" % Q_MS)
         c.wait_idle()
 
 
 def test_one_strobe_for_several_quanta(gang4):
     """StrobeInterval: the MM strobes once per 8 quanta and each NM times
     the 7 switches between strobes itself; the jobs still take turns every
-    quantum, in step on all nodes, and share fairly."""
+    quantum, in step on all nodes."""
     c = gang4
-    path = c.path("etc", "storm.conf")
-    good = open(path).read()
-    q_ms, per = 25, 8
-    c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=%dms" % q_ms)
-                       .replace("FailSafe=500ms", "FailSafe=1s") +
-                       "StrobeInterval=%dms\n" % (q_ms * per))
-    c.run(["scontrol", "reconfigure"])
-    a = b = None
-    try:
-        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(q_ms * 1000),
-                   30, "MM at %d ms" % q_ms)
-        a, b, pa, pb = _pair(c)
-        g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
-                   30, "%d quanta a strobe" % per)
-        before = {n: g.nm_gang(c, n) for n in NODES}
-        # a switch every 25 ms straddles about one 2 ms sample in 12
-        share, both = _alternate(pa, pb, q_ms, 0.2)
-        after = {n: g.nm_gang(c, n) for n in NODES}
+    per = STROBE_PER
+    with _one_strobe_per_quanta(c) as (before, after, _):
         for n in NODES:
             d = {k: int(after[n][k]) - int(before[n][k])
-                 for k in ("strobes", "timed_switches", "freezes")}
-            # one freeze per quantum, one strobe per 8 (with slack for the
-            # sampler's start and stop and a strobe a job's start brings)
-            assert d["freezes"] >= 150, (n, d)
+                 for k in ("strobes", "timed_switches")}
             assert d["timed_switches"] >= 5 * d["strobes"], (n, d)
             assert after[n]["failsafe"] == "no", after[n]
         # the switches each node timed are in its trace, and for each one
@@ -137,22 +153,20 @@ def test_one_strobe_for_several_quanta(gang4):
         for k in common:
             assert len({traces[n][k] for n in NODES}) == 1, \
                 (k, {n: traces[n][k] for n in NODES})
-        print("one strobe per %d quanta: share of job A %.4f; per-node overlap %s"
-              % (per, share, both))
-        assert abs(share - 0.5) <= 0.025, share
         hdr, nodes, _ = g.mm_status(c)
         assert all(v["state"] == "live" and v["misses"] == "0"
                    for v in nodes.values()), nodes
-    finally:
-        if a is not None:
-            c.run(["scancel", str(a), str(b)], check=False)
-            for j in (a, b):
-                c.wait_job(j, timeout=60)
-        c.write_storm_conf(good)
-        c.run(["scontrol", "reconfigure"], check=False)
-        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(Q_MS * 1000),
-                   30, "MM back at %d ms" % Q_MS)
-        c.wait_idle()
+
+
+@pytest.mark.timing
+def test_one_strobe_for_several_quanta_switches_every_quantum_fairly(gang4):
+    """With StrobeInterval the nodes still switch once a quantum, and the
+    pair shares the CPU fairly."""
+    with _one_strobe_per_quanta(gang4) as (before, after, share):
+        for n in NODES:
+            freezes = int(after[n]["freezes"]) - int(before[n]["freezes"])
+            assert freezes >= tol.FREEZES_IN_200_QUANTA_MIN, (n, freezes)
+        assert abs(share - 0.5) <= tol.FAIR_SHARE_DEVIATION, share
 
 
 def test_slurm_suspend_works_on_top(gang4):
@@ -161,8 +175,7 @@ def test_slurm_suspend_works_on_top(gang4):
     other job then runs alone, never frozen; scontrol resume brings the
     pair back to taking turns."""
     c = gang4
-    a, b, pa, pb = _pair(c)
-    try:
+    with _pair(c) as (a, b, pa, pb), _resumed_on_exit(c, a):
         c.run(["scontrol", "suspend", str(a)])
         g.wait_for(lambda: all(g.nm_gang(c, n).get("job%d" % a) == "held"
                                for n in NODES), 30, "job A held on every node")
@@ -186,18 +199,19 @@ def test_slurm_suspend_works_on_top(gang4):
         g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 30, "two slots again")
         share, both = _alternate(pa, pb, Q_MS, 0.1)
         print("after resume: share of job A %.4f; per-node overlap %s" % (share, both))
+
+
+@contextlib.contextmanager
+def _resumed_on_exit(c, jobid):
+    try:
+        yield
     finally:
-        c.run(["scontrol", "resume", str(a)], check=False)
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=60)
-        c.wait_idle()
+        c.run(["scontrol", "resume", str(jobid)], check=False)
 
 
 def test_stormctl_show_prints_the_matrix(gang4):
     c = gang4
-    a, b, _, _ = _pair(c)
-    try:
+    with _pair(c) as (a, b, _, _):
         stormctl = os.path.join(c.builddir, "src", "stormctl", "stormctl")
         g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 10,
                    "two slots in the status file")
@@ -214,18 +228,15 @@ def test_stormctl_show_prints_the_matrix(gang4):
         assert sum(1 for r in rows if r[0].startswith("*")) == 1, out
         for n in NODES:
             assert any(l.split()[:2] == [n, "live"] for l in out.splitlines()), out
-    finally:
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=60)
-        c.wait_idle()
 
 
 def test_job_alone_is_never_frozen(gang4):
     c = gang4
-    a = g.submit_spinner(c, NODES[:2], name="alone")
-    b = g.submit_spinner(c, NODES[2:], name="other")
-    try:
+    with jobs_cancelled(c) as jobs:
+        a = g.submit_spinner(c, NODES[:2], name="alone")
+        jobs.append(a)
+        b = g.submit_spinner(c, NODES[2:], name="other")
+        jobs.append(b)
         g.spinner_pids(c, a, NODES[:2])
         g.spinner_pids(c, b, NODES[2:])
         g.wait_for(lambda: set(g.mm_status(c)[2]) >= {a, b}, 30, "jobs in matrix")
@@ -241,8 +252,3 @@ def test_job_alone_is_never_frozen(gang4):
         e1 = int(g.nm_gang(c, "node1")["epoch"])
         time.sleep(0.5)
         assert int(g.nm_gang(c, "node1")["epoch"]) > e1
-    finally:
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=60)
-        c.wait_idle()

@@ -1,32 +1,30 @@
 """Gang scheduling under faults: slurmctld (and with it the Machine
 Manager) killed and restarted mid-run, and one node manager killed."""
+import contextlib
 import os
 import signal
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
+import storm_gang as g
+from tolerances import FAILSAFE_EARLIEST
 
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
 Q_MS = 30
 FAILSAFE_MS = 500
 NODES = ["node1", "node2", "node3"]
 
 
 @pytest.fixture(scope="module")
-def gang3():
-    with g.gang_cluster(os.path.join(LOGROOT, "gangfault"), 3,
-                        "Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=5\n" % (
-                            Q_MS, FAILSAFE_MS)) as c:
-        yield c
+def gang3(make_gang_cluster):
+    return make_gang_cluster("gangfault", 3,
+                             "Timeslice=%dms\nFailSafe=%dms\nSuspectQuanta=5\n" % (
+                                 Q_MS, FAILSAFE_MS))
 
 
 def _pair(c):
-    return g.submit_pair(c, NODES, ("fa", "fb"))
+    """The pair on NODES; cancelled on exit, and every node idle again."""
+    return g.running_pair(c, NODES, ("fa", "fb"), timeout=90, idle_timeout=120)
 
 
 def _alternating(c, node, pa, pb, quanta=40):
@@ -51,16 +49,20 @@ def _drained_by_storm(c, node):
     return "DRAIN" in info and "STORM" in info and info
 
 
-def _cleanup(c, jobs):
-    c.run(["scancel"] + [str(j) for j in jobs], check=False)
-    for j in jobs:
-        c.wait_job(j, timeout=90)
+@contextlib.contextmanager
+def resumed_on_exit(c, *nodes):
+    """scontrol resume the nodes on exit (a test that drained them)."""
+    try:
+        yield
+    finally:
+        for n in nodes:
+            c.run(["scontrol", "update", "nodename=%s" % n, "state=resume"],
+                  check=False)
 
 
 def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
     c = gang3
-    a, b, pa, pb = _pair(c)
-    try:
+    with _pair(c) as (a, b, pa, pb):
         ok, r = _alternating(c, "node1", pa, pb)
         assert ok, r
         # both jobs are RUNNING in the state slurmctld will recover from
@@ -69,11 +71,11 @@ def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
         p = c.procs["slurmctld"]
         p.kill()
         p.wait()
-        killed = time.time()
+        killed = time.monotonic()
         g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "open" for n in NODES),
                    10, "fail-safe on every node")
-        opened = time.time() - killed
-        assert opened >= FAILSAFE_MS / 1000.0 * 0.8, opened
+        opened = time.monotonic() - killed
+        assert opened >= FAILSAFE_MS / 1000.0 * FAILSAFE_EARLIEST, opened
         # fail open: every job runs, on every node
         g.wait_for(lambda: _both_thawed_and_running(c, a, b, pa, pb, NODES), 10,
                    "both jobs thawed and running everywhere")
@@ -89,16 +91,12 @@ def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
             assert ok, (n, r)
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"
-    finally:
-        _cleanup(c, [a, b])
-        c.wait_idle(timeout=120)
 
 
 def test_dead_node_manager_thawed_drained_others_switch(gang3):
     c = gang3
-    a, b, pa, pb = _pair(c)
     victim = "node2"
-    try:
+    with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
         nm_pid = int(dict(w.split("=", 1) for w in
                           g.nm_request(c, victim, "ping")[3:].split())["pid"])
         before = {n: int(g.nm_gang(c, n)["freezes"]) for n in NODES}
@@ -109,11 +107,11 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
         slurmd.send_signal(signal.SIGSTOP)
         try:
             os.kill(nm_pid, signal.SIGKILL)
-            killed = time.time()
+            killed = time.monotonic()
 
             info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
                               "%s drained" % victim)
-            detect = time.time() - killed
+            detect = time.monotonic() - killed
         finally:
             slurmd.send_signal(signal.SIGCONT)
         assert "missed" in info and "strobe" in info, info
@@ -127,11 +125,6 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
             ok, r = _alternating(c, n, pa, pb)
             assert ok, (n, r)
         print("dead NM drained after %.2f s" % detect)
-    finally:
-        _cleanup(c, [a, b])
-        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"],
-              check=False)
-        c.wait_idle(timeout=120)
 
 
 def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
@@ -173,7 +166,7 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
                                    for n in before), 10, "heartbeats to node1, node2")
         finally:
             os.kill(nm_pid, signal.SIGCONT)
-        woken = time.time()
+        woken = time.time()          # wall clock, as the status file's "written"
         g.wait_for(lambda: answers_since(woken + 1), 30,
                    "%s answering the machine manager again (outage %d)" % (victim, outage))
         # and it is strobed again

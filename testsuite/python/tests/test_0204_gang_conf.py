@@ -3,16 +3,11 @@ slurmctld keeps switching on the last good configuration, and a good
 change of Timeslice is applied without a restart."""
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
-
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+import storm_gang as g
 
 BAD = [
     ("Timeslice=50us\n", "Timeslice=50us is out of range"),
@@ -36,10 +31,8 @@ BAD = [
 
 
 @pytest.fixture(scope="module")
-def gconf():
-    with g.gang_cluster(os.path.join(LOGROOT, "gangconf"), 2,
-                        "Timeslice=20ms\n", partition_opts="") as c:
-        yield c
+def gconf(make_gang_cluster):
+    return make_gang_cluster("gangconf", 2, "Timeslice=20ms\n", partition_opts="")
 
 
 @pytest.mark.parametrize("text,what", BAD)

@@ -2,24 +2,17 @@
 slots per node below the partition's OverSubscribe=FORCE:4 (the job that
 finds no slot pends with a reason squeue shows), and multi-node jobs land
 in aligned (buddy) node blocks."""
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
-
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
+import storm_gang as g
+from storm_jobs import jobs_cancelled
 
 
 @pytest.fixture(scope="module")
-def slots():
-    with g.gang_cluster(os.path.join(LOGROOT, "gangslots"), 4,
-                        "Timeslice=50ms\nMaxMPL=2\nFailSafe=1s\n",
-                        "OverSubscribe=FORCE:4") as c:
-        yield c
+def slots(make_gang_cluster):
+    return make_gang_cluster("gangslots", 4,
+                             "Timeslice=50ms\nMaxMPL=2\nFailSafe=1s\n",
+                             "OverSubscribe=FORCE:4")
 
 
 def _spin(c, n, w=None, name="s"):
@@ -36,8 +29,7 @@ def _running(c, j):
 
 def test_aligned_blocks_and_maxmpl_reason(slots):
     c = slots
-    jobs = []
-    try:
+    with jobs_cancelled(c) as jobs:
         a = _spin(c, 1, "node2", "a")
         jobs.append(a)
         g.wait_for(lambda: _running(c, a), 60, "a running")
@@ -66,8 +58,3 @@ def test_aligned_blocks_and_maxmpl_reason(slots):
         # a slot frees: the pending job starts
         c.run(["scancel", str(a)])
         g.wait_for(lambda: _running(c, d), 60, "d runs once a slot is free")
-    finally:
-        c.run(["scancel"] + [str(j) for j in jobs], check=False)
-        for j in jobs:
-            c.wait_job(j, timeout=60)
-        c.wait_idle()

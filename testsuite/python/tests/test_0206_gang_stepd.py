@@ -14,26 +14,21 @@ look (100 ms).
 Long quanta (20 s) make "the job stayed frozen the whole time" checkable
 from the node manager's epoch: no timing is asserted.
 """
+import contextlib
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "harness"))
-import storm_gang as g  # noqa: E402
+import storm_gang as g
 
-LOGROOT = os.environ.get("STORM_TEST_LOGDIR",
-                         os.path.join(os.path.dirname(__file__), "..", "logs"))
 NODES = ["node1", "node2"]
 
 
 @pytest.fixture(scope="module")
-def gang_long():
-    with g.gang_cluster(os.path.join(LOGROOT, "gangstepd"), 2,
-                        "Timeslice=20s\nMaxMPL=2\nFailSafe=60s\n") as c:
-        yield c
+def gang_long(make_gang_cluster):
+    return make_gang_cluster("gangstepd", 2, "Timeslice=20s\nMaxMPL=2\nFailSafe=60s\n")
 
 
 def _stepds(jobid):
@@ -134,11 +129,22 @@ def _is_main_stepd(pid, jobid):
     return not re.search(r"/job_%d/step_" % jobid, cg)
 
 
+@contextlib.contextmanager
+def _killed_on_exit():
+    """A list for the Popen objects of the block; each is killed on exit."""
+    procs = []
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def test_stepds_of_a_frozen_job_answer(gang_long):
     c = gang_long
-    a, b, _, _ = g.submit_pair(c, NODES, ("sda", "sdb"))
-    step = None
-    try:
+    with g.running_pair(c, NODES, ("sda", "sdb"), timeout=120) as (a, b, _, _), \
+            _killed_on_exit() as steps:
         fz = _frozen_job(c, a, b)
         epoch = g.nm_gang(c, "node1")["epoch"]
         _wait_frozen(c, fz, "node1")
@@ -166,10 +172,10 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
 
         # a step started in the frozen job gets a stepd that answers
         # sstat; its task is frozen with the job's other steps
-        step = subprocess.Popen(
+        steps.append(subprocess.Popen(
             ["srun", "--jobid=%d" % fz, "--overlap", "-w", "node1", "-N1",
              "-n1", "sleep", "300"], env=c.env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
+            stderr=subprocess.DEVNULL))
         g.wait_for(lambda: any(s == "%d.1" % fz and _is_main_stepd(p, fz)
                                for p, s in _stepds(fz).items()),
                    30, "step %d.1's slurmstepd" % fz)
@@ -187,14 +193,6 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
         assert g.nm_gang(c, "node1")["epoch"] == epoch, \
             "the slot changed during the test; nothing was shown"
         _wait_frozen(c, fz, "node1")
-    finally:
-        if step:
-            step.kill()
-            step.wait()
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=120)
-        c.wait_idle()
     # Slurm still removes the jobs' cgroups at the end
     for n in NODES:
         for j in (a, b):

@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 
-import storm_gang as g  # the harness, on sys.path through conftest
-from conftest import LOGROOT
+import storm_gang as g
 from storm_cluster import Cluster
 from test_0101_bcast_launch import (MPI_SRC, checksum_script, run_bcast,
                                     share_dir, wait_no_files)
@@ -20,11 +19,10 @@ LINK_MBIT = 400
 
 
 @pytest.fixture(scope="module")
-def net8():
-    with g.gang_cluster(os.path.join(LOGROOT, "net8"), NODES,
-                        "Timeslice=%dms\nFailSafe=500ms\nSuspectQuanta=10\n" % Q_MS,
-                        network="netns", link_mbit=LINK_MBIT) as c:
-        yield c
+def net8(make_gang_cluster):
+    return make_gang_cluster("net8", NODES,
+                             "Timeslice=%dms\nFailSafe=500ms\nSuspectQuanta=10\n" % Q_MS,
+                             network="netns", link_mbit=LINK_MBIT)
 
 
 def test_every_node_has_its_own_address_and_the_same_ports(net8):
@@ -57,8 +55,8 @@ def test_broadcast_launch_on_8_nodes_checksums(net8):
 def test_gang_pair_alternates_across_addresses(net8):
     c = net8
     nodes = c.node_names()[:4]
-    a, b, pa, pb = g.submit_pair(c, nodes, ("netA", "netB"))
-    try:
+    with g.running_pair(c, nodes, ("netA", "netB"), timeout=90,
+                        idle_timeout=120) as (a, b, pa, pb):
         samples = g.sample({(n, k): p[n] for n in nodes for k, p in (("a", pa), ("b", pb))},
                            duration=60 * Q_MS / 1000.0)
         for n in nodes:
@@ -78,11 +76,6 @@ def test_gang_pair_alternates_across_addresses(net8):
         rows = [l.split() for l in r.stdout.splitlines() if l.startswith("node")]
         live = {x[0] for x in rows if len(x) > 1 and x[1] == "live"}
         assert set(nodes) <= live, r.stdout
-    finally:
-        c.run(["scancel", str(a), str(b)], check=False)
-        for j in (a, b):
-            c.wait_job(j, timeout=90)
-        c.wait_idle(timeout=120)
 
 
 def test_sbatch_multi_node_step(net8):
