@@ -21,6 +21,8 @@ packages=(
 	build-essential autoconf automake libtool pkg-config check dpkg-dev
 	# the broadcast checksum (XXH3, header-only use)
 	libxxhash-dev
+	# fuzzing the parsers (libFuzzer, ASan, UBSan)
+	clang libclang-rt-14-dev
 	# tests, benchmarks and plots
 	python3 python3-pytest python3-matplotlib python3-xxhash hyperfine
 	# cluster harness: unshare/mount (util-linux), ip (iproute2), runuser

@@ -58,6 +58,7 @@ static const key_def_t keys[] = {
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
 	{ "BcastOverlap", K_BOOL, F(bcast_overlap), 0, 0, 0 },
 	{ "BcastDir", K_STRING, F(bcast_dir), S(bcast_dir), 0, 0 },
+	{ "BcastRequestTimeout", K_DURATION, F(bcast_request_us), 0, 1000, 60000000ULL },
 	{ "BcastMaxSize", K_SIZE, F(bcast_max_bytes), 0, 1, 1ULL << 40 },
 	{ "ChunkSize", K_SIZE, F(chunk_bytes), 0, 4096, 64ULL << 20 },
 	{ "Window", K_U32, F(window), 0, 1, 64 },
@@ -108,6 +109,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->bcast_overlap = false;
 	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
 	conf->bcast_max_bytes = 1ULL << 30;
+	conf->bcast_request_us = 2000000;
 	conf->chunk_bytes = 512 * 1024;
 	conf->window = 4;
 	conf->tree_arity = 4;
@@ -656,7 +658,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
 		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
-		     "BcastMaxSize=%" PRIu64 "\n"
+		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\nBcastArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
@@ -665,7 +667,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->failsafe_us, si, c->suspect_quanta, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
-		     c->bcast_max_bytes, c->chunk_bytes, c->window,
+		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,
+		     c->window,
 		     c->tree_arity, c->bcast_arity, c->mem_reserve_mb,
 		     c->nm_path[0] ? c->nm_path : "(default)", c->nm_log);
 	if (n < 0 || (size_t) n >= len)

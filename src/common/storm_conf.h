@@ -57,6 +57,9 @@ typedef struct {
 					 * travels; tasks wait for it */
 	char bcast_dir[256];		/* BcastDir= node-local tmpfs */
 	uint64_t bcast_max_bytes;	/* BcastMaxSize= largest file accepted */
+	uint64_t bcast_request_us;	/* BcastRequestTimeout= srun's request
+					 * (header, credential, node list)
+					 * must be in within this of connect */
 	uint64_t chunk_bytes;		/* ChunkSize= pipeline chunk */
 	uint32_t window;		/* Window= chunks in flight per child */
 	uint32_t tree_arity;		/* TreeArity= k of the k-ary tree */

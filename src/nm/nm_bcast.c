@@ -887,6 +887,11 @@ extern const char *nm_bcast_file_attest(nm_bcast_file_t *x)
 	return x->attest;
 }
 
+extern uid_t nm_bcast_file_uid(nm_bcast_file_t *x)
+{
+	return x->uid;
+}
+
 extern bool nm_bcast_file_verify(nm_bcast_file_t *x)
 {
 	return hash_ok(x);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct xfer nm_bcast_file_t;
 
@@ -25,6 +26,8 @@ extern void *nm_bcast_file_map(nm_bcast_file_t *f, uint64_t *size);
 /* The relay's job attestation to send after srun's credential (see
  * nm_bcast.c), or NULL: the other nodes then ask slurmctld. */
 extern const char *nm_bcast_file_attest(nm_bcast_file_t *f);
+/* The uid the credential vouches for (the broadcast's user). */
+extern uid_t nm_bcast_file_uid(nm_bcast_file_t *f);
 /* Does the data match the credential's checksum (computed once)? */
 extern bool nm_bcast_file_verify(nm_bcast_file_t *f);
 /* Rename into place (commit) or unlink; frees f.  Returns

@@ -20,9 +20,14 @@
  * every node on its own copy before it reports the file held, so no node
  * commits a file that is not srun's.
  *
- * Threads: one acceptor; one thread per connection (at most
- * RELAY_MAX_CONN), each bounded by the configured Timeout on every socket
- * and fabric wait.
+ * Threads: the door (nm_relay_door.c) accepts connections and reads each
+ * request under BcastRequestTimeout in one thread, so a connection that
+ * has proved nothing holds no thread and no slot.  A complete request gets
+ * a thread, bounded by the configured Timeout on every socket and fabric
+ * wait; at most RELAY_MAX_VERIFY of them check credentials at once, and a
+ * verified broadcast then takes one of its user's RELAY_MAX_PER_USER
+ * slots (RELAY_MAX_BCASTS in all), so one user's connections cannot take
+ * another user's launches away.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -44,25 +49,94 @@
 
 #include "nm.h"
 #include "nm_bcast.h"
+#include "nm_relay_door.h"
+#include "nm_relay_req.h"
 #include "src/common/storm_bcast.h"
 
-#define RELAY_MAX_CONN 16
+#define RELAY_MAX_VERIFY 16	/* credentials being checked at once */
+#define RELAY_MAX_PER_USER 8	/* verified broadcasts of one user */
+#define RELAY_MAX_BCASTS 32	/* verified broadcasts in all */
+#define RELAY_MAX_THREADS (RELAY_MAX_VERIFY + RELAY_MAX_BCASTS)
+
+/* One request from the door, in its own thread. */
+typedef struct conn {
+	int fd;
+	nm_relay_req_t *req;
+	bool verifying;		/* holds a verification slot */
+} conn_t;
 
 static struct {
 	nm_t *nm;
 	int lfd;
 	int port;
-	pthread_t acceptor;
-	bool acceptor_started;
-	volatile bool stop;
+	bool door_started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a connection ended */
 	pthread_cond_t wake;		/* stop (CLOCK_MONOTONIC): pause_us */
 	bool wake_ready;
-	int conn[RELAY_MAX_CONN];	/* open connections (-1: free) */
+	volatile bool stop;
+	int conn[RELAY_MAX_THREADS];	/* connections with a thread (-1: free) */
 	int nconn;
+	int nverify;
+	struct { uid_t uid; int n; } user[RELAY_MAX_BCASTS];
+	int nbcast;
 } R = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER };
+
+/* The credential is checked (or failed): free the verification slot. */
+static void verified(conn_t *c)
+{
+	pthread_mutex_lock(&R.lock);
+	if (c->verifying)
+		R.nverify--;
+	c->verifying = false;
+	pthread_mutex_unlock(&R.lock);
+}
+
+/* One of uid's broadcast slots, or an answer why not. */
+static int user_slot_take(uid_t uid, char *err, size_t errlen)
+{
+	int free_i = -1, rc = 0;
+
+	pthread_mutex_lock(&R.lock);
+	for (int i = 0; i < RELAY_MAX_BCASTS; i++) {
+		if (R.user[i].n && R.user[i].uid == uid) {
+			if (R.user[i].n >= RELAY_MAX_PER_USER) {
+				snprintf(err, errlen, "node manager busy: user %u has %d broadcasts through this node at once, try again",
+					 (unsigned) uid, R.user[i].n);
+				rc = -1;
+			} else
+				R.user[i].n++;
+			goto out;
+		}
+		if (!R.user[i].n && free_i < 0)
+			free_i = i;
+	}
+	if (R.nbcast >= RELAY_MAX_BCASTS || free_i < 0) {
+		snprintf(err, errlen, "node manager busy: too many broadcasts at once, try again");
+		rc = -1;
+		goto out;
+	}
+	R.user[free_i].uid = uid;
+	R.user[free_i].n = 1;
+out:
+	if (!rc)
+		R.nbcast++;
+	pthread_mutex_unlock(&R.lock);
+	return rc;
+}
+
+static void user_slot_give(uid_t uid)
+{
+	pthread_mutex_lock(&R.lock);
+	for (int i = 0; i < RELAY_MAX_BCASTS; i++)
+		if (R.user[i].n && R.user[i].uid == uid) {
+			R.user[i].n--;
+			R.nbcast--;
+			break;
+		}
+	pthread_mutex_unlock(&R.lock);
+}
 
 static double now_ms(void)
 {
@@ -484,90 +558,49 @@ static void drain(int fd, uint64_t len)
 }
 
 /*
- * Step 0 of storm_bcast.h: srun's request, its credential and node list
- * (both NUL-terminated here); 0, or -1 with err set.  *cred and *nodes
- * are the caller's to free, on failure too.  *unread: see serve().
- */
-static int read_request(int fd, storm_relay_req_t *rq, char **cred,
-			char **nodes, uint64_t *unread, char *err,
-			size_t errlen)
-{
-	int rrc;
-
-	if ((rrc = storm_bcast_io(fd, rq, sizeof(*rq), false))) {
-		snprintf(err, errlen, "no request: %s", strerror(-rrc));
-		return -1;
-	}
-	rq->magic = ntohl(rq->magic);
-	rq->cred_len = ntohl(rq->cred_len);
-	rq->nodes_len = ntohl(rq->nodes_len);
-	rq->key = be64toh(rq->key) & STORM_BCAST_KEY_MASK;
-	rq->size = be64toh(rq->size);
-	if (rq->magic == STORM_RELAY_MAGIC &&
-	    rq->size <= R.nm->conf.bcast_max_bytes)
-		*unread = rq->size;
-	if (rq->magic != STORM_RELAY_MAGIC || !rq->cred_len ||
-	    rq->cred_len > STORM_BCAST_MAX_CRED || !rq->nodes_len ||
-	    rq->nodes_len > STORM_RELAY_MAX_NODELIST || !rq->key) {
-		snprintf(err, errlen, "malformed request (not a STORM broadcast, or sizes out of range)");
-		return -1;
-	}
-	if (rq->size > R.nm->conf.bcast_max_bytes) {
-		snprintf(err, errlen, "node %s: %s", R.nm->node,
-			 storm_bcast_state_str(STORM_BCAST_EFBIG));
-		return -1;
-	}
-	*cred = calloc(1, rq->cred_len + 1);
-	*nodes = calloc(1, rq->nodes_len + 1);
-	if (!*cred || !*nodes) {
-		snprintf(err, errlen, "node %s: out of memory", R.nm->node);
-		return -1;
-	}
-	if (storm_bcast_io(fd, *cred, rq->cred_len, false) ||
-	    storm_bcast_io(fd, *nodes, rq->nodes_len, false)) {
-		snprintf(err, errlen, "request cut short");
-		return -1;
-	}
-	if (strlen(*cred) != rq->cred_len || strlen(*nodes) != rq->nodes_len) {
-		snprintf(err, errlen, "malformed request (NUL in the credential or node list)");
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * One request from srun; fills msg with the answer's text.  Returns 0 when
  * every node of the step holds the file.  *unread: file bytes srun has yet
  * to send when it fails early, so that they can be read off before the
  * answer (srun reads it only once the file is out).
  */
-static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
+static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 {
-	storm_relay_req_t rq;
+	const nm_relay_req_t *rq = c->req;
+	int fd = c->fd;
 	nm_bcast_file_t *f = NULL;
 	storm_set_t set;
-	char *cred = NULL, *nodes = NULL, err[2048];
-	uint64_t key, size = 0;
+	const char *cred = nm_relay_req_cred(rq), *nodes = nm_relay_req_nodes(rq);
+	char err[2048];
+	uint64_t key = rq->key, size = 0;
 	uint8_t *map;
 	double t0 = now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	int st, rc = -1;
+	uid_t uid = (uid_t) -1;
 
 	err[0] = '\0';
-	if (read_request(fd, &rq, &cred, &nodes, unread, err, sizeof(err)))
+	if (rq->hdr.size <= R.nm->conf.bcast_max_bytes)
+		*unread = rq->hdr.size;
+	if (rq->hdr.size > R.nm->conf.bcast_max_bytes) {
+		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+			 storm_bcast_state_str(STORM_BCAST_EFBIG));
 		goto done;
-	key = rq.key;
+	}
 	if (parse_nodes(nodes, &set, err, sizeof(err)))
 		goto done;
 	st = nm_bcast_accept(cred, key, &f);
+	verified(c);
 	if (st != STORM_BCAST_READY) {
 		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;
 	}
+	if (user_slot_take(nm_bcast_file_uid(f), err, sizeof(err)))
+		goto done;
+	uid = nm_bcast_file_uid(f);
 	map = nm_bcast_file_map(f, &size);
-	if (size != rq.size) {
+	if (size != rq->hdr.size) {
 		snprintf(err, sizeof(err), "malformed request (%" PRIu64 " bytes announced, the credential says %" PRIu64 ")",
-			 rq.size, size);
+			 rq->hdr.size, size);
 		goto done;
 	}
 	storm_set_remove(&set, R.nm->rank);
@@ -600,27 +633,32 @@ static int serve(int fd, char *msg, size_t msglen, uint64_t *unread)
 done:
 	if (f)
 		nm_bcast_finish(f, false);
+	if (uid != (uid_t) -1)
+		user_slot_give(uid);
 	if (rc) {
 		snprintf(msg, msglen, "%s", err);
-		nm_error("relay: broadcast%s%s failed: %s", nodes ? " to " : "",
-			 nodes ? nodes : "", err);
+		nm_error("relay: broadcast to %s failed: %s", nodes, err);
 	}
-	free(cred);
-	free(nodes);
 	return rc;
 }
 
-static void conn_release(int fd)
+static void conn_release(conn_t *c)
 {
 	pthread_mutex_lock(&R.lock);
-	for (int i = 0; i < RELAY_MAX_CONN; i++)
-		if (R.conn[i] == fd) {
+	if (c->verifying)
+		R.nverify--;
+	c->verifying = false;
+	for (int i = 0; i < RELAY_MAX_THREADS; i++)
+		if (R.conn[i] == c->fd) {
 			R.conn[i] = -1;
 			R.nconn--;
 		}
 	pthread_cond_broadcast(&R.cond);
 	pthread_mutex_unlock(&R.lock);
-	close(fd);
+	close(c->fd);
+	nm_relay_req_free(c->req);
+	free(c->req);
+	free(c);
 }
 
 static void reply(int fd, int status, const char *msg)
@@ -640,18 +678,18 @@ static void reply(int fd, int status, const char *msg)
 
 static void *conn_main(void *arg)
 {
-	int fd = (int) (intptr_t) arg;
+	conn_t *c = arg;
 	char msg[STORM_RELAY_MAX_MSG];
 	uint64_t unread = 0;
-	int status = serve(fd, msg, sizeof(msg), &unread) ? 1 : 0;
+	int status = serve(c, msg, sizeof(msg), &unread) ? 1 : 0;
 
-	drain(fd, unread);
-	reply(fd, status, msg);
+	drain(c->fd, unread);
+	reply(c->fd, status, msg);
 	/* Close only once the peer has read the answer and closed its side:
 	 * closing with unread bytes would reset the connection and lose it. */
-	shutdown(fd, SHUT_WR);
-	drain(fd, 1 << 20);
-	conn_release(fd);
+	shutdown(c->fd, SHUT_WR);
+	drain(c->fd, 1 << 20);
+	conn_release(c);
 	return NULL;
 }
 
@@ -660,51 +698,61 @@ static void set_timeouts(int fd)
 	uint64_t us = R.nm->conf.timeout_us;
 	struct timeval tv = { .tv_sec = (time_t) (us / 1000000),
 			      .tv_usec = (suseconds_t) (us % 1000000) };
-	int one = 1;
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void *acceptor(void *arg)
+/* A thread slot and a verification slot for a complete request, or an
+ * answer why not. */
+static const char *conn_admit(int fd)
 {
-	struct pollfd p = { .fd = R.lfd, .events = POLLIN };
+	const char *why = NULL;
+	int slot = -1;
 
-	while (!R.stop) {
-		pthread_t th;
-		pthread_attr_t at;
-		int fd, slot = -1;
-
-		if (poll(&p, 1, 200) <= 0)
-			continue;
-		fd = accept4(R.lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		set_timeouts(fd);
-		pthread_mutex_lock(&R.lock);
-		for (int i = 0; i < RELAY_MAX_CONN && slot < 0; i++)
-			if (R.conn[i] < 0)
-				slot = i;
-		if (slot >= 0) {
-			R.conn[slot] = fd;
-			R.nconn++;
-		}
-		pthread_mutex_unlock(&R.lock);
-		if (slot < 0) {
-			reply(fd, 1, "node manager busy: too many broadcasts at once, try again");
-			close(fd);
-			continue;
-		}
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &at, conn_main, (void *) (intptr_t) fd)) {
-			reply(fd, 1, "node manager cannot start a thread");
-			conn_release(fd);
-		}
-		pthread_attr_destroy(&at);
+	pthread_mutex_lock(&R.lock);
+	for (int i = 0; i < RELAY_MAX_THREADS && slot < 0; i++)
+		if (R.conn[i] < 0)
+			slot = i;
+	if (R.nverify >= RELAY_MAX_VERIFY)
+		why = "node manager busy: too many requests being verified at once, try again";
+	else if (slot < 0)
+		why = "node manager busy: too many broadcasts at once, try again";
+	else {
+		R.conn[slot] = fd;
+		R.nconn++;
+		R.nverify++;
 	}
-	return NULL;
+	pthread_mutex_unlock(&R.lock);
+	return why;
+}
+
+/* The door's callback: a complete, well-formed request on fd. */
+static void on_request(int fd, nm_relay_req_t *req, void *arg)
+{
+	conn_t *c = calloc(1, sizeof(*c));
+	const char *why = c ? conn_admit(fd) : "node manager out of memory";
+	pthread_attr_t at;
+	pthread_t th;
+
+	(void) arg;
+	set_timeouts(fd);
+	if (why) {
+		reply(fd, 1, why);
+		close(fd);
+		nm_relay_req_free(req);
+		free(req);
+		free(c);
+		return;
+	}
+	*c = (conn_t) { .fd = fd, .req = req, .verifying = true };
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &at, conn_main, c)) {
+		reply(fd, 1, "node manager cannot start a thread");
+		conn_release(c);
+	}
+	pthread_attr_destroy(&at);
 }
 
 /* ------------------------------------------------------------ module */
@@ -744,7 +792,7 @@ static int relay_init(nm_t *nm)
 	R.stop = false;
 	if ((rc = init_wake()))
 		return rc;
-	for (int i = 0; i < RELAY_MAX_CONN; i++)
+	for (int i = 0; i < RELAY_MAX_THREADS; i++)
 		R.conn[i] = -1;
 	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
 				 nm->rank);
@@ -756,7 +804,7 @@ static int relay_init(nm_t *nm)
 	R.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (R.lfd < 0 ||
 	    setsockopt(R.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(R.lfd, ai->ai_addr, ai->ai_addrlen) || listen(R.lfd, 64)) {
+	    bind(R.lfd, ai->ai_addr, ai->ai_addrlen) || listen(R.lfd, 512)) {
 		rc = -errno;
 		nm_error("relay: cannot listen on %s:%d (BcastPort): %s", addr,
 			 R.port, strerror(-rc));
@@ -767,12 +815,15 @@ static int relay_init(nm_t *nm)
 		return rc;
 	}
 	freeaddrinfo(ai);
-	if ((rc = pthread_create(&R.acceptor, NULL, acceptor, NULL))) {
+	if ((rc = nm_relay_door_start(R.lfd, nm->conf.bcast_request_us,
+				      on_request, NULL))) {
+		nm_error("relay: cannot start the door on BcastPort: %s",
+			 strerror(-rc));
 		close(R.lfd);
 		R.lfd = -1;
-		return -rc;
+		return rc;
 	}
-	R.acceptor_started = true;
+	R.door_started = true;
 	nm_info("relay: srun hands broadcasts to %s:%d (BcastPort)", addr,
 		R.port);
 	return 0;
@@ -787,9 +838,9 @@ static void relay_fini(nm_t *nm)
 	if (R.wake_ready)
 		pthread_cond_broadcast(&R.wake);	/* waits in wait_state */
 	pthread_mutex_unlock(&R.lock);
-	if (R.acceptor_started)
-		pthread_join(R.acceptor, NULL);
-	R.acceptor_started = false;
+	if (R.door_started)
+		nm_relay_door_stop();
+	R.door_started = false;
 	if (R.lfd >= 0)
 		close(R.lfd);
 	R.lfd = -1;
@@ -798,7 +849,7 @@ static void relay_fini(nm_t *nm)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 2 * (time_t) (nm->conf.timeout_us / 1000000) + 5;
 	pthread_mutex_lock(&R.lock);
-	for (int i = 0; i < RELAY_MAX_CONN; i++)
+	for (int i = 0; i < RELAY_MAX_THREADS; i++)
 		if (R.conn[i] >= 0)
 			shutdown(R.conn[i], SHUT_RDWR);
 	while (R.nconn > 0)

@@ -324,6 +324,9 @@ class Cluster:
         ports, its node-local RAM disk and its log directory."""
         local = "BcastDir=%s\nNMLogFile=%s\n" % (
             self.path("local", "storm"), self.path("log", "storm-nm-%n.log"))
+        # contribs/run-sanitized: every node runs the sanitized storm-nm
+        if os.environ.get("STORM_TEST_NODE_MANAGER"):
+            local += "NodeManager=%s\n" % os.environ["STORM_TEST_NODE_MANAGER"]
         if self.net:
             p = self.NETNS_PORTS
             return "Port=%d\nControllerPort=%d\nBcastPort=%d\n%s" % (

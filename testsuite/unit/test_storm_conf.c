@@ -31,6 +31,9 @@ START_TEST(defaults_when_empty)
 	/* a chain for files, the launch after the transfer: storm.conf(5) */
 	ck_assert_uint_eq(conf.bcast_arity, 1);
 	ck_assert(!conf.bcast_overlap);
+	/* srun's request is due at once, well inside the transfer's bound */
+	ck_assert_uint_eq(conf.bcast_request_us, 2000000);
+	ck_assert_uint_lt(conf.bcast_request_us, conf.timeout_us);
 }
 END_TEST
 
@@ -40,7 +43,7 @@ START_TEST(values_and_units)
 			       "policy=Flexible   # case-insensitive\n"
 			       "Port=7200-7231 FailSafe=1.5s\n"
 			       "ChunkSize=1M BcastExecutable=yes BcastOverlap=yes\n"
-			       "BcastArity=2\n"
+			       "BcastArity=2 BcastRequestTimeout=250ms\n"
 			       "Provider=shm BcastDir=/tmp/x\n"), 0);
 	ck_assert_uint_eq(conf.timeslice_us, 500);
 	ck_assert_uint_eq(conf.max_mpl, 3);
@@ -52,6 +55,7 @@ START_TEST(values_and_units)
 	ck_assert(conf.bcast_executable);
 	ck_assert(conf.bcast_overlap);
 	ck_assert_uint_eq(conf.bcast_arity, 2);
+	ck_assert_uint_eq(conf.bcast_request_us, 250000);
 	ck_assert_str_eq(conf.provider, "shm");
 	ck_assert_str_eq(conf.bcast_dir, "/tmp/x");
 
