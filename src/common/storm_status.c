@@ -1,0 +1,397 @@
+/*
+ * storm_status.c - the Machine Manager's status file: one table of header
+ * keys serves the writer and the reader, so they cannot drift apart.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storm_status.h"
+
+typedef enum { F_U64, F_I64, F_INT, F_U32, F_STR } field_type_t;
+
+typedef struct {
+	const char *key;
+	field_type_t type;
+	size_t off;
+	size_t len;		/* F_STR only */
+} hdr_field_t;
+
+#define HF(k, t) { #k, t, offsetof(storm_status_hdr_t, k), 0 }
+
+/* The header keys, in the order the file has them. */
+static const hdr_field_t hdr_fields[] = {
+	HF(version, F_U64),
+	HF(written, F_I64),
+	HF(mm_id, F_U64),
+	HF(epoch, F_U64),
+	HF(slot, F_INT),
+	HF(nslots, F_INT),
+	HF(quantum_us, F_U64),
+	HF(period_us, F_U64),
+	HF(strobe_us, F_U64),
+	HF(confirm_us, F_U64),
+	HF(late_quanta, F_U64),
+	HF(confirm_timeouts, F_U64),
+	HF(quanta, F_U64),
+	HF(table_gen, F_U64),
+	HF(suspect_quanta, F_U32),
+	HF(failsafe_us, F_U64),
+	{ "provider", F_STR, offsetof(storm_status_hdr_t, provider),
+	  STORM_STATUS_NAMELEN },
+	HF(nnodes, F_INT),
+	HF(quanta_per_strobe, F_U32),
+};
+
+#define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
+
+extern int storm_status_path(const char *dir, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, STORM_STATUS_FILE);
+
+	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int fprint_field(FILE *fp, const storm_status_hdr_t *h,
+			const hdr_field_t *f)
+{
+	const char *p = (const char *) h + f->off;
+
+	switch (f->type) {
+	case F_U64:
+		return fprintf(fp, "%s=%" PRIu64 "\n", f->key,
+			       *(const uint64_t *) p);
+	case F_I64:
+		return fprintf(fp, "%s=%" PRId64 "\n", f->key,
+			       *(const int64_t *) p);
+	case F_INT:
+		return fprintf(fp, "%s=%d\n", f->key, *(const int *) p);
+	case F_U32:
+		return fprintf(fp, "%s=%" PRIu32 "\n", f->key,
+			       *(const uint32_t *) p);
+	case F_STR:
+		return fprintf(fp, "%s=%s\n", f->key, p);
+	}
+	return -1;
+}
+
+extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
+{
+	int total = 0;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		int n = fprint_field(fp, h, &hdr_fields[i]);
+
+		if (n < 0)
+			return n;
+		total += n;
+	}
+	return total;
+}
+
+extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
+{
+	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32 "\n",
+		       n->rank, n->name, n->state, n->ack_us, n->misses);
+}
+
+extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
+{
+	return fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s\n",
+		       j->job_id, j->slot, j->mask, j->nodes, j->policy);
+}
+
+static char *tmp_path(const char *path)
+{
+	size_t len = strlen(path) + sizeof(".tmp");
+	char *tmp = malloc(len);
+
+	if (tmp)
+		snprintf(tmp, len, "%s.tmp", path);
+	return tmp;
+}
+
+extern FILE *storm_status_begin(const char *path)
+{
+	char *tmp = tmp_path(path);
+	FILE *fp;
+
+	if (!tmp)
+		return NULL;
+	fp = fopen(tmp, "w");
+	free(tmp);
+	return fp;
+}
+
+extern int storm_status_commit(FILE *fp, const char *path)
+{
+	char *tmp = tmp_path(path);
+	int rc = 0;
+
+	if (ferror(fp))
+		rc = -EIO;
+	if (fclose(fp) && !rc)
+		rc = -errno;
+	if (!tmp)
+		return -ENOMEM;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	free(tmp);
+	return rc;
+}
+
+/* ------------------------------------------------------------ reader */
+
+static void parse_field(storm_status_hdr_t *h, const hdr_field_t *f,
+			const char *v)
+{
+	char *p = (char *) h + f->off;
+
+	switch (f->type) {
+	case F_U64:
+		*(uint64_t *) p = strtoull(v, NULL, 10);
+		break;
+	case F_I64:
+		*(int64_t *) p = strtoll(v, NULL, 10);
+		break;
+	case F_INT:
+		*(int *) p = (int) strtol(v, NULL, 10);
+		break;
+	case F_U32:
+		*(uint32_t *) p = (uint32_t) strtoul(v, NULL, 10);
+		break;
+	case F_STR:
+		snprintf(p, f->len, "%.*s", (int) strcspn(v, "\n"), v);
+		break;
+	}
+}
+
+/* A KEY=VALUE line; true if it was the version key. */
+static bool parse_hdr_line(storm_status_hdr_t *h, const char *line)
+{
+	size_t kl = strcspn(line, "=\n");
+
+	if (line[kl] != '=')
+		return false;
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const hdr_field_t *f = &hdr_fields[i];
+
+		if (strlen(f->key) == kl && !strncmp(line, f->key, kl)) {
+			parse_field(h, f, line + kl + 1);
+			return f->off == offsetof(storm_status_hdr_t, version);
+		}
+	}
+	return false;
+}
+
+/* Room for one more element in *arr (of *n, capacity *cap). */
+static int grow(void **arr, int n, int *cap, size_t size)
+{
+	void *p;
+	int want;
+
+	if (n < *cap)
+		return 0;
+	want = *cap ? *cap * 2 : 16;
+	p = realloc(*arr, (size_t) want * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = want;
+	return 0;
+}
+
+static int parse_node_line(storm_status_t *st, int *cap, const char *line)
+{
+	storm_status_node_t n = { 0 };
+
+	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32,
+		   &n.rank, n.name, n.state, &n.ack_us, &n.misses) != 5)
+		return 0;
+	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
+		return -ENOMEM;
+	st->nodes[st->nnodes++] = n;
+	return 0;
+}
+
+/* The policy is optional: older files lack it. */
+static int parse_job_line(storm_status_t *st, int *cap, const char *line)
+{
+	storm_status_job_t *j;
+
+	if (grow((void **) &st->jobs, st->njobs, cap, sizeof(*j)))
+		return -ENOMEM;
+	j = &st->jobs[st->njobs];
+	memset(j, 0, sizeof(*j));
+	if (sscanf(line, "job %" SCNu32 " slot=%d mask=0x%" SCNx32 " nodes=%4095s policy=%15s",
+		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4)
+		st->njobs++;
+	return 0;
+}
+
+extern int storm_status_parse(const char *text, storm_status_t *st)
+{
+	int node_cap = 0, job_cap = 0, rc = 0;
+	bool versioned = false;
+
+	memset(st, 0, sizeof(*st));
+	for (const char *line = text; line && *line && !rc;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (!strncmp(line, "node ", 5)) {
+			char buf[512];
+
+			snprintf(buf, sizeof(buf), "%.*s",
+				 (int) strcspn(line, "\n"), line);
+			rc = parse_node_line(st, &node_cap, buf);
+		} else if (!strncmp(line, "job ", 4)) {
+			char buf[STORM_STATUS_RANKSLEN + 256];
+
+			snprintf(buf, sizeof(buf), "%.*s",
+				 (int) strcspn(line, "\n"), line);
+			rc = parse_job_line(st, &job_cap, buf);
+		} else if (parse_hdr_line(&st->hdr, line)) {
+			versioned = true;
+		}
+	}
+	if (!rc && !versioned)
+		rc = -EINVAL;
+	if (rc)
+		storm_status_free(st);
+	return rc;
+}
+
+extern int storm_status_read(const char *path, storm_status_t *st)
+{
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t got;
+	FILE *fp = fopen(path, "r");
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (!fp)
+		return -errno;
+	got = getdelim(&text, &cap, '\0', fp);
+	rc = got < 0 && ferror(fp) ? -EIO : 0;
+	fclose(fp);
+	if (!rc)
+		rc = got <= 0 ? -EINVAL : storm_status_parse(text, st);
+	free(text);
+	return rc;
+}
+
+extern void storm_status_free(storm_status_t *st)
+{
+	free(st->nodes);
+	free(st->jobs);
+	memset(st, 0, sizeof(*st));
+}
+
+/* ------------------------------------------------------------- JSON */
+
+static void json_str(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(fp, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(fp, "\\u%04x", c);
+		else
+			fputc(c, fp);
+	}
+	fputc('"', fp);
+}
+
+static void json_field(FILE *fp, const storm_status_hdr_t *h,
+		       const hdr_field_t *f)
+{
+	const char *p = (const char *) h + f->off;
+
+	json_str(fp, f->key);
+	fputc(':', fp);
+	switch (f->type) {
+	case F_U64:
+		fprintf(fp, "%" PRIu64, *(const uint64_t *) p);
+		break;
+	case F_I64:
+		fprintf(fp, "%" PRId64, *(const int64_t *) p);
+		break;
+	case F_INT:
+		fprintf(fp, "%d", *(const int *) p);
+		break;
+	case F_U32:
+		fprintf(fp, "%" PRIu32, *(const uint32_t *) p);
+		break;
+	case F_STR:
+		json_str(fp, p);
+		break;
+	}
+}
+
+static void json_node(FILE *fp, const storm_status_node_t *n)
+{
+	fprintf(fp, "{\"rank\":%d,\"name\":", n->rank);
+	json_str(fp, n->name);
+	fputs(",\"state\":", fp);
+	json_str(fp, n->state);
+	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32 "}",
+		n->ack_us, n->misses);
+}
+
+static void json_job(FILE *fp, const storm_status_job_t *j)
+{
+	fprintf(fp, "{\"job_id\":%" PRIu32 ",\"slot\":%d,\"mask\":%" PRIu32 ",\"nodes\":",
+		j->job_id, j->slot, j->mask);
+	json_str(fp, j->nodes);
+	fputs(",\"policy\":", fp);
+	json_str(fp, j->policy);
+	fputc('}', fp);
+}
+
+extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)
+{
+	fputs("{\"header\":{", fp);
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (i)
+			fputc(',', fp);
+		json_field(fp, &st->hdr, &hdr_fields[i]);
+	}
+	fputs("},\n\"nodes\":[", fp);
+	for (int i = 0; i < st->nnodes; i++) {
+		fputs(i ? ",\n" : "\n", fp);
+		json_node(fp, &st->nodes[i]);
+	}
+	fputs("],\n\"jobs\":[", fp);
+	for (int i = 0; i < st->njobs; i++) {
+		fputs(i ? ",\n" : "\n", fp);
+		json_job(fp, &st->jobs[i]);
+	}
+	fputs("]}\n", fp);
+	return ferror(fp) ? -1 : 0;
+}
+
+extern bool storm_status_ranks_has(const char *ranks, int k)
+{
+	const char *p = ranks;
+
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b;
+
+		if (end == p)
+			return false;
+		b = a;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (k >= a && k <= b)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+		if (!*end)
+			break;
+	}
+	return false;
+}

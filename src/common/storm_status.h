@@ -1,0 +1,130 @@
+/*
+ * storm_status.h - the Machine Manager's status file, storm-mm.status.
+ *
+ * The Machine Manager (a thread of slurmctld) rewrites the file once a
+ * second in slurmctld's StateSaveLocation; `stormctl show` and monitoring
+ * tools read it.  A file rather than an RPC: it needs no new port or
+ * protocol in slurmctld, survives the MM's restarts, and its age tells
+ * whether the MM is alive.
+ *
+ * The format, one record a line:
+ *
+ *   KEY=VALUE                      the header, the keys below, in order
+ *   node RANK NAME state=STATE ack_us=N misses=N
+ *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
+ *
+ * STATE is live, unreachable or drained; S is -1 for a job without a slot;
+ * bit s of M is set when the job runs in slot s (0xffffffff: in every
+ * slot, never switched); RANKS is a list such as "0-3,7"; POLICY is gang,
+ * flexible, local or held (suspended by Slurm).
+ *
+ * Both sides are here so that the writer and every reader agree: the MM
+ * formats through storm_status_fprint_*(), readers parse through
+ * storm_status_parse()/storm_status_read().  No Slurm headers.
+ */
+#ifndef STORM_STATUS_H
+#define STORM_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define STORM_STATUS_FILE "storm-mm.status"
+#define STORM_STATUS_VERSION 1
+/* A status written longer ago than this: the MM is not running. */
+#define STORM_STATUS_STALE_S 5
+#define STORM_STATUS_NAMELEN 64
+#define STORM_STATUS_STATELEN 32
+#define STORM_STATUS_RANKSLEN 4096
+#define STORM_STATUS_POLICYLEN 16
+
+/* The header, in the file's key order. */
+typedef struct storm_status_hdr {
+	uint64_t version;
+	int64_t written;		/* time(NULL) when written */
+	uint64_t mm_id;			/* this MM instance */
+	uint64_t epoch;			/* of the last strobe */
+	int slot;			/* the slot running now */
+	int nslots;
+	uint64_t quantum_us;		/* Timeslice */
+	uint64_t period_us;		/* measured quantum */
+	uint64_t strobe_us;		/* a strobe's cost */
+	uint64_t confirm_us;		/* its confirmation's */
+	uint64_t late_quanta;
+	uint64_t confirm_timeouts;
+	uint64_t quanta;
+	uint64_t table_gen;
+	uint32_t suspect_quanta;
+	uint64_t failsafe_us;
+	char provider[STORM_STATUS_NAMELEN];
+	int nnodes;
+	uint32_t quanta_per_strobe;
+} storm_status_hdr_t;
+
+typedef struct storm_status_node {
+	int rank;
+	char name[STORM_STATUS_NAMELEN];
+	char state[STORM_STATUS_STATELEN];
+	uint64_t ack_us;		/* last one-node round trip */
+	uint32_t misses;		/* consecutive missed quanta */
+} storm_status_node_t;
+
+typedef struct storm_status_job {
+	uint32_t job_id;
+	int slot;
+	uint32_t mask;
+	char nodes[STORM_STATUS_RANKSLEN];
+	char policy[STORM_STATUS_POLICYLEN];	/* "" when absent */
+} storm_status_job_t;
+
+typedef struct storm_status {
+	storm_status_hdr_t hdr;
+	storm_status_node_t *nodes;	/* in file order */
+	int nnodes;
+	storm_status_job_t *jobs;
+	int njobs;
+} storm_status_t;
+
+/* "DIR/storm-mm.status" into buf; -ENAMETOOLONG if it does not fit. */
+extern int storm_status_path(const char *dir, char *buf, size_t len);
+
+/* Writer: the three kinds of line; each returns fprintf's result. */
+extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h);
+extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n);
+extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j);
+
+/*
+ * Writer: open PATH.tmp for writing (NULL and errno on failure), and
+ * commit it: close it and rename it over PATH, so that a reader never sees
+ * half a file.  storm_status_commit() closes fp on every path and returns
+ * 0 or -errno.
+ */
+extern FILE *storm_status_begin(const char *path);
+extern int storm_status_commit(FILE *fp, const char *path);
+
+/*
+ * Reader: parse a status file's text into *st (zeroed first).  Returns 0,
+ * -EINVAL when the text is not a status file (no version key), -ENOMEM.
+ * Lines that do not parse are skipped.  Free with storm_status_free().
+ */
+extern int storm_status_parse(const char *text, storm_status_t *st);
+/* Read and parse PATH: as above, or -errno when it cannot be read. */
+extern int storm_status_read(const char *path, storm_status_t *st);
+extern void storm_status_free(storm_status_t *st);
+
+/*
+ * The parsed status as one JSON object, for tools that would rather not
+ * parse the file (stormctl show --json):
+ *   {"header": {KEY: VALUE, ...},        the header keys, in file order
+ *    "nodes": [{"rank", "name", "state", "ack_us", "misses"}, ...],
+ *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
+ * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
+ * on a write error.
+ */
+extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st);
+
+/* Is node rank k in a ranks list such as "0-3,7"? */
+extern bool storm_status_ranks_has(const char *ranks, int k);
+
+#endif /* STORM_STATUS_H */

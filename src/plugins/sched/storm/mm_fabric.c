@@ -1,0 +1,136 @@
+/*
+ * mm_fabric.c - the Machine Manager joins and leaves the STORM fabric.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "mm_fabric.h"
+
+#define MM_MIN_TIMEOUT_MS 100
+
+static void mm_log(void *arg, storm_log_level_t lvl, const char *msg)
+{
+	if (lvl == STORM_LOG_ERROR)
+		error("%s: fabric: %s", MM_PREFIX, msg);
+	else if (lvl == STORM_LOG_WARN)
+		verbose("%s: fabric: %s", MM_PREFIX, msg);
+	else
+		debug("%s: fabric: %s", MM_PREFIX, msg);
+}
+
+/* Four quanta, at least MM_MIN_TIMEOUT_MS, at most the Timeout. */
+static int mm_timeout_ms(const storm_conf_t *conf)
+{
+	uint64_t t = conf->timeslice_us * 4 / 1000;
+
+	if (t < MM_MIN_TIMEOUT_MS)
+		t = MM_MIN_TIMEOUT_MS;
+	if (t > conf->timeout_us / 1000)
+		t = conf->timeout_us / 1000;
+	return (int) t;
+}
+
+static void free_nodes(mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes; i++) {
+		xfree(mm->node_names[i]);
+		xfree(mm->node_addrs[i]);
+	}
+	if (mm->node_addrs)
+		xfree(mm->node_addrs[mm->nnodes]);
+	xfree(mm->node_names);
+	xfree(mm->node_addrs);
+	xfree(mm->nodes);
+	mm->nnodes = 0;
+}
+
+extern void mm_fabric_close(mm_t *mm)
+{
+	if (mm->ctx) {
+		storm_ctx_close(mm->ctx);
+		mm->ctx = NULL;
+	}
+	free_nodes(mm);
+}
+
+/* The nodes' names and fabric addresses, and the controller's host. */
+static void learn_nodes(mm_t *mm, char *host, size_t hostlen)
+{
+	slurmctld_lock_t node_read = { .conf = READ_LOCK, .node = READ_LOCK };
+	int n;
+
+	lock_slurmctld(node_read);
+	n = mm->nnodes = node_record_count;
+	mm->node_names = xcalloc(n + 1, sizeof(char *));
+	mm->node_addrs = xcalloc(n + 1, sizeof(char *));
+	mm->nodes = xcalloc(n + 1, sizeof(*mm->nodes));
+	for (int i = 0; i < n; i++) {
+		node_record_t *nr = node_record_table_ptr[i];
+		int port = storm_conf_port(mm->conf.port_lo, mm->conf.port_hi, i);
+
+		mm->node_names[i] = xstrdup(nr && nr->name ? nr->name : "?");
+		mm->node_addrs[i] = xstrdup_printf("%s:%d",
+						   nr && nr->comm_name ?
+						   nr->comm_name :
+						   mm->node_names[i], port);
+		mm->nodes[i].live = true;
+	}
+	snprintf(host, hostlen, "%s",
+		 (slurm_conf.control_cnt && slurm_conf.control_addr &&
+		  slurm_conf.control_addr[0]) ? slurm_conf.control_addr[0] :
+						"127.0.0.1");
+	unlock_slurmctld(node_read);
+	mm->node_addrs[n] = xstrdup_printf("%s:%u", host, mm->conf.ctl_port);
+}
+
+extern int mm_fabric_open(mm_t *mm)
+{
+	storm_cfg_t cfg;
+	char host[256];
+	int rc;
+
+	learn_nodes(mm, host, sizeof(host));
+	storm_cfg_init(&cfg);
+	cfg.provider = mm->conf.provider;
+	cfg.host = host;
+	cfg.port = (int) mm->conf.ctl_port;
+	cfg.rank = mm->nnodes;
+	cfg.nodes = (const char *const *) mm->node_addrs;
+	cfg.nnodes = mm->nnodes + 1;
+	cfg.region_size = 64 * 1024;	/* the MM only sends */
+	cfg.arity = (int) mm->conf.tree_arity;
+	cfg.timeout_ms = mm_timeout_ms(&mm->conf);
+	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */
+	rc = storm_ctx_open(&cfg, &mm->ctx);
+	if (rc) {
+		mm->ctx = NULL;
+		error("%s: cannot open the fabric endpoint %s:%u (provider %s): %s",
+		      MM_PREFIX, host, mm->conf.ctl_port, mm->conf.provider,
+		      storm_strerror(rc));
+		free_nodes(mm);
+		return rc;
+	}
+	storm_set_log_fn(mm->ctx, mm_log, NULL, STORM_LOG_WARN);
+	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms",
+	     MM_PREFIX, mm->nnodes, host, mm->conf.ctl_port, mm->conf.provider,
+	     mm->nnodes, mm->conf.timeslice_us, cfg.timeout_ms);
+	return 0;
+}
+
+extern void mm_fabric_live_set(const mm_t *mm, storm_set_t *s)
+{
+	storm_set_clear(s);
+	for (int i = 0; i < mm->nnodes; i++)
+		if (mm->nodes[i].live)
+			storm_set_add(s, i);
+}

@@ -1,0 +1,241 @@
+/*
+ * mm_faults.c - the Machine Manager's suspects and drains (mm_faults.h).
+ */
+#include "config.h"
+
+#include <inttypes.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/log.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "src/common/storm_gang.h"
+
+#include "mm_fabric.h"
+#include "mm_faults.h"
+
+#define MM_PROBE_DEAD_NS 1000000000ULL
+/*
+ * A node manager that never answered this MM may still be starting (slurmd
+ * starts it): it gets this long before it is called dead.
+ */
+#define MM_START_GRACE_NS 60000000000ULL
+
+extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
+{
+	storm_set_t one, unreach;
+	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC);
+	int rc;
+
+	storm_set_clear(&one);
+	storm_set_add(&one, rank);
+	rc = storm_caw(mm->ctx, &one, STORM_GANG_VAR_APPLIED, STORM_GE, want,
+		       -1, 0, &unreach);
+	if (us)
+		*us = (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000;
+	return rc;
+}
+
+extern void mm_faults_missed(mm_t *mm, int i, const char *why)
+{
+	mm_node_t *n = &mm->nodes[i];
+
+	n->misses++;
+	if (n->misses == 1 && n->acked_once)
+		verbose("%s: %s (rank %d) is a suspect: %s", MM_PREFIX,
+			mm->node_names[i], i, why);
+}
+
+extern void mm_faults_acked(mm_t *mm, int i)
+{
+	mm_node_t *n = &mm->nodes[i];
+
+	if (n->misses >= mm->conf.suspect_quanta)
+		info("%s: %s answers again after %u missed quanta%s", MM_PREFIX,
+		     mm->node_names[i], n->misses,
+		     n->drained ? "; it stays drained until an administrator resumes it" : "");
+	n->misses = 0;
+	/* a new outage drains it again (the administrator may have resumed
+	 * it since; draining a drained node only renews the reason) */
+	n->drained = false;
+	n->failed_probes = 0;
+	n->acked_once = true;
+	n->last_ack_ns = mm_now_ns(CLOCK_MONOTONIC);
+}
+
+/* An XFER-AND-SIGNAL is all-or-nothing, so one dead node must not stop the
+ * strobe for everyone. */
+extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
+			       const char *why)
+{
+	bool removed = false;
+
+	for (int r = storm_set_next(failed, 0); r >= 0 && r < mm->nnodes;
+	     r = storm_set_next(failed, r + 1)) {
+		if (!mm->nodes[r].live)
+			continue;
+		if (mm_faults_probe(mm, r, 0, NULL) == 1)
+			continue;
+		mm->nodes[r].live = false;
+		mm_faults_missed(mm, r, why);
+		removed = true;
+	}
+	return removed;
+}
+
+static void confirm_incomplete(mm_t *mm, int rc, const storm_set_t *unreach,
+			       uint64_t now)
+{
+	char set[256];
+
+	storm_set_format(unreach, set, sizeof(set));
+	mm->stats.confirm_timeouts++;
+	mm->confirm_pause_until = now + mm->conf.timeout_us * 1000ULL;
+	verbose("%s: acknowledgement of epoch %" PRIu64 " incomplete (%s; no answer from ranks %s); confirmations pause for Timeout=%" PRIu64 "us, strobes go on",
+		MM_PREFIX, mm->epoch, rc < 0 ? storm_strerror(rc) : "timeout",
+		set, mm->conf.timeout_us);
+}
+
+/*
+ * Only a clean "false" (every node answered, someone had not applied the
+ * strobe) is held against particular nodes, after asking each one alone.
+ * A COMPARE-AND-WRITE that times out says little about who: it is
+ * serialized at the set's lowest rank, which waits for its own children up
+ * to the node managers' Timeout, so one dead node makes the healthy lowest
+ * rank look dead too.  Dead nodes are found by the strobe's
+ * XFER-AND-SIGNAL instead (its failed set, narrowed by one-node probes in
+ * mm_faults_sort_out()); after a timeout, confirmations pause for Timeout
+ * so the serializer can drain.
+ */
+extern void mm_faults_confirm(mm_t *mm)
+{
+	storm_set_t live, unreach;
+	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	int rc;
+
+	if (now < mm->confirm_pause_until)
+		return;
+	mm_fabric_live_set(mm, &live);
+	if (!storm_set_count(&live))
+		return;
+	storm_set_clear(&unreach);
+	rc = storm_caw(mm->ctx, &live, STORM_GANG_VAR_APPLIED, STORM_GE,
+		       mm->epoch, -1, 0, &unreach);
+	if (rc == 1) {
+		for (int r = storm_set_next(&live, 0); r >= 0;
+		     r = storm_set_next(&live, r + 1))
+			mm_faults_acked(mm, r);
+		return;
+	}
+	if (rc < 0 || storm_set_count(&unreach)) {
+		confirm_incomplete(mm, rc, &unreach, now);
+		return;
+	}
+	/* Reachable but late: find who (rare, so one probe per node). */
+	mm->stats.late++;
+	for (int r = storm_set_next(&live, 0); r >= 0;
+	     r = storm_set_next(&live, r + 1)) {
+		if (mm_faults_probe(mm, r, mm->epoch, NULL) == 1)
+			mm_faults_acked(mm, r);
+		else
+			mm_faults_missed(mm, r, "applied the strobe late");
+	}
+}
+
+extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
+{
+	bool probe_now = now - mm->clk.last_probe >= MM_PROBE_DEAD_NS;
+
+	for (int i = 0; i < mm->nnodes; i++) {
+		if (mm->nodes[i].live)
+			continue;
+		mm->nodes[i].misses++;
+		if (!probe_now)
+			continue;
+		if (mm_faults_probe(mm, i, 0, NULL) == 1) {
+			mm->nodes[i].live = true;
+			mm_faults_acked(mm, i);
+			mm->table.dirty = true;	/* it needs the table */
+		} else if (++mm->nodes[i].failed_probes % 10 == 0) {
+			/*
+			 * Dead for ~10 s: forget the connection, so that a node
+			 * manager restarted on that node is reached afresh.  Not
+			 * sooner: re-adding a peer drops a connection still being
+			 * set up, and a busy node may just be slow to connect.
+			 */
+			storm_ctx_set_peer(mm->ctx, i, mm->node_addrs[i]);
+		}
+	}
+	if (probe_now)
+		mm->clk.last_probe = now;
+}
+
+/* Missed SuspectQuanta acknowledgements and not drained yet. */
+static bool is_suspect(const mm_t *mm, int i)
+{
+	return !mm->nodes[i].drained &&
+	       mm->nodes[i].misses >= mm->conf.suspect_quanta;
+}
+
+extern bool mm_faults_to_drain(const mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes; i++)
+		if (is_suspect(mm, i))
+			return true;
+	return false;
+}
+
+static void drain_one(mm_t *mm, int i)
+{
+	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
+					.node = WRITE_LOCK, .fed = READ_LOCK };
+	char *reason;
+	int rc;
+
+	reason = xstrdup_printf("STORM: node manager missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
+				mm->nodes[i].misses, mm->conf.suspect_quanta,
+				mm->conf.timeslice_us);
+	lock_slurmctld(node_write);
+	rc = drain_nodes(mm->node_names[i], reason, slurm_conf.slurm_user_id);
+	unlock_slurmctld(node_write);
+	if (rc == SLURM_SUCCESS) {
+		info("%s: drained %s: %s", MM_PREFIX, mm->node_names[i],
+		     reason);
+		mm->nodes[i].drained = true;
+	} else {
+		error("%s: cannot drain %s: %s", MM_PREFIX,
+		      mm->node_names[i], slurm_strerror(rc));
+	}
+	xfree(reason);
+}
+
+/* A node that answered this MM and stops is drained after SuspectQuanta
+ * quanta; one that never answered only after MM_START_GRACE_NS. */
+extern void mm_faults_drain(mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes; i++) {
+		if (!is_suspect(mm, i))
+			continue;
+		if (!mm->nodes[i].acked_once &&
+		    mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns < MM_START_GRACE_NS)
+			continue;
+		drain_one(mm, i);
+	}
+}
+
+extern void mm_faults_probe_latency(mm_t *mm)
+{
+	int rr = mm->clk.rr;
+
+	for (int k = 0; k < mm->nnodes; k++) {
+		rr = (rr + 1) % mm->nnodes;
+		if (mm->nodes[rr].live)
+			break;
+	}
+	mm->clk.rr = rr;
+	if (mm->nodes[rr].live)
+		mm_faults_probe(mm, rr, 0, &mm->nodes[rr].ack_us);
+}

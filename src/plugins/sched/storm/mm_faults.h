@@ -1,0 +1,38 @@
+/*
+ * mm_faults.h - the Machine Manager's fault detection: which node managers
+ * acknowledge, which are suspects, which are out of the strobe set, and
+ * draining in Slurm those that miss SuspectQuanta quanta in a row.
+ */
+#ifndef STORM_MM_FAULTS_H
+#define STORM_MM_FAULTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "src/stormmech/stormmech.h"
+
+#include "mm_state.h"
+
+/* One-node COMPARE-AND-WRITE (applied >= want): 1 acked, 0 not, <0 an
+ * error; *us (if not NULL) its round trip. */
+extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us);
+/* Node i answered (it is no suspect), or missed a quantum (why). */
+extern void mm_faults_acked(mm_t *mm, int i);
+extern void mm_faults_missed(mm_t *mm, int i, const char *why);
+/* Nodes that failed an operation: keep the ones that answer alone, take
+ * the others out of the strobe set; true if any was taken out. */
+extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
+			       const char *why);
+/* Did every live node apply the previous strobe (mm->epoch)? */
+extern void mm_faults_confirm(mm_t *mm);
+/* Nodes out of the strobe set: count the quantum, and every second see
+ * whether they answer again (a restarted node manager). */
+extern void mm_faults_watch_dead(mm_t *mm, uint64_t now);
+/* A node mm_faults_drain() would drain now (it takes slurmctld's locks). */
+extern bool mm_faults_to_drain(const mm_t *mm);
+/* Drain in Slurm the nodes that missed SuspectQuanta quanta. */
+extern void mm_faults_drain(mm_t *mm);
+/* One live node's acknowledgement latency, round robin. */
+extern void mm_faults_probe_latency(mm_t *mm);
+
+#endif /* STORM_MM_FAULTS_H */

@@ -1,0 +1,21 @@
+/*
+ * mm_jobs.h - the Machine Manager's look at Slurm's running jobs: copied
+ * under slurmctld's read locks into the plain matrix (mm_matrix.h).
+ */
+#ifndef STORM_MM_JOBS_H
+#define STORM_MM_JOBS_H
+
+#include <stdbool.h>
+
+#include "mm_state.h"
+
+/*
+ * Sample Slurm's running and suspended jobs into mm->matrix and, when any
+ * started, ended, moved or changed policy, place them again; true when the
+ * matrix changed.  Called without locks; takes slurmctld's read locks.
+ */
+extern bool mm_jobs_rebuild(mm_t *mm);
+/* The job table from the matrix (a new generation only if it differs). */
+extern void mm_jobs_build_table(mm_t *mm);
+
+#endif /* STORM_MM_JOBS_H */

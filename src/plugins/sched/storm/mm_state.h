@@ -1,0 +1,95 @@
+/*
+ * mm_state.h - the Machine Manager's state: one struct, mm_t, that the
+ * thread (mm_gang.c) passes to each of its parts.
+ */
+#ifndef STORM_MM_STATE_H
+#define STORM_MM_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "src/common/storm_conf.h"
+#include "src/stormmech/stormmech.h"
+
+#include "mm_matrix.h"
+
+#define MM_PREFIX "sched/storm: mm"
+
+typedef struct mm_node {
+	bool live;		/* in the strobe set */
+	bool drained;		/* drained by us */
+	bool acked_once;	/* has acknowledged this MM at least once */
+	uint32_t failed_probes;	/* while out of the strobe set */
+	uint32_t misses;	/* consecutive quanta without an ack */
+	uint64_t ack_us;	/* last one-node COMPARE-AND-WRITE round trip */
+	uint64_t last_ack_ns;
+} mm_node_t;
+
+/* Moving averages and counters, for the status file. */
+typedef struct mm_stats {
+	uint64_t strobe_us, caw_us, period_us;
+	uint64_t late;			/* strobes applied late */
+	uint64_t confirm_timeouts;
+} mm_stats_t;
+
+/* When each periodic step last ran (CLOCK_MONOTONIC ns). */
+typedef struct mm_clock {
+	uint64_t next;			/* the next quantum boundary */
+	uint64_t last_rebuild, last_status, last_probe, last_ack_probe;
+	uint64_t last_start;		/* of the last strobe */
+	uint32_t last_span;
+	bool last_switching;		/* more than one slot then */
+	int rr;				/* the node last probed for latency */
+} mm_clock_t;
+
+typedef struct mm {
+	/* Shared with slurmctld's threads, under mutex. */
+	pthread_mutex_t mutex;
+	pthread_cond_t wake;
+	pthread_t tid;
+	bool started, stopping;
+	storm_conf_t conf_next;
+	uint64_t conf_next_gen;
+
+	/* The thread's own. */
+	storm_conf_t conf;
+	uint64_t conf_gen;
+	storm_ctx_t *ctx;
+	int nnodes;
+	char **node_names;		/* copies, for drain and status */
+	char **node_addrs;
+	mm_node_t *nodes;
+	mm_matrix_t matrix;
+	mm_table_t table;
+	uint64_t *scratch;		/* one job's nodes, from Slurm */
+	int scratch_words;
+	int cur_slot;
+	/* The strobe being served covers span quanta from span_start
+	 * (CLOCK_MONOTONIC); cur_slot is its first.  span > 1 only with
+	 * StrobeInterval. */
+	uint32_t span;
+	uint64_t span_start;
+	uint64_t epoch, mm_id;
+	uint64_t jobs_left;		/* jobs seen end or suspend: the nodes
+					 * get the table at once */
+	mm_stats_t stats;
+	uint64_t nquanta;
+	bool last_heartbeat;		/* the last strobe was a heartbeat */
+	uint64_t confirm_pause_until;
+	uint64_t start_ns;
+	int prio;			/* the thread's: 0 normal, -1 unknown */
+	bool prio_warned;
+	mm_clock_t clk;
+} mm_t;
+
+static inline uint64_t mm_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+#endif /* STORM_MM_STATE_H */

@@ -1,0 +1,118 @@
+/*
+ * mm_strobe.c - the job table and the strobe, to the node managers.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/log.h"
+
+#include "src/common/storm_gang.h"
+
+#include "mm_fabric.h"
+#include "mm_faults.h"
+#include "mm_jobs.h"
+#include "mm_prio.h"
+#include "mm_strobe.h"
+
+extern int mm_strobe_send_table(mm_t *mm)
+{
+	storm_set_t live, failed;
+	int rc;
+
+	mm_fabric_live_set(mm, &live);
+	if (!storm_set_count(&live))
+		return 0;
+	storm_set_clear(&failed);
+	rc = storm_xfer_sync(mm->ctx, &live, mm->table.t, mm->table.len,
+			     STORM_GANG_TABLE_OFF, STORM_GANG_EV_TABLE, &failed);
+	if (rc == 0) {
+		mm->table.dirty = false;
+		debug("%s: table generation %" PRIu64 " (%u jobs, %d slots) sent",
+		      MM_PREFIX, mm->table.t->gen, mm->table.t->njobs,
+		      mm->matrix.nslots);
+		return 0;
+	}
+	if (storm_set_count(&failed))
+		mm_faults_sort_out(mm, &failed, "missed the job table");
+	return rc;
+}
+
+static void strobe_fill(const mm_t *mm, storm_gang_strobe_t *s, uint32_t slot,
+			uint32_t nq, uint64_t next_in_ns)
+{
+	memset(s, 0, sizeof(*s));
+	s->magic = STORM_GANG_MAGIC;
+	s->slot = slot;
+	s->epoch = s->epoch_check = mm->epoch;
+	s->table_gen = mm->table.gen;
+	s->quantum_us = mm->conf.timeslice_us;
+	s->failsafe_us = mm->conf.failsafe_us;
+	s->mm_id = mm->mm_id;
+	s->sent_ns = mm_now_ns(CLOCK_REALTIME);
+	s->nquanta = nq;
+	s->nslots = mm->matrix.nslots > 0 ? (uint32_t) mm->matrix.nslots : 1;
+	s->next_in_us = next_in_ns / 1000;
+}
+
+/* One try: the strobe to the live nodes; the ones that failed in *failed. */
+static int strobe_once(mm_t *mm, const storm_gang_strobe_t *s,
+		       storm_set_t *failed)
+{
+	storm_set_t live;
+	storm_op_t *op;
+	bool lowered;
+	int rc;
+
+	mm_fabric_live_set(mm, &live);
+	if (!storm_set_count(&live))
+		return 0;
+	storm_set_clear(failed);
+	/* each node switches when the strobe reaches it, not after a commit
+	 * round: one message per node per quantum fewer (storm_xfer_flags) */
+	rc = storm_xfer_flags(mm->ctx, &live, s, sizeof(*s),
+			      STORM_GANG_STROBE_OFF, STORM_NO_EVENT,
+			      STORM_GANG_EV_STROBE, STORM_XFER_ON_ARRIVAL, &op);
+	if (rc)
+		return rc;
+	lowered = mm->prio == MM_STROBE_PRIO;
+	if (lowered)
+		mm_prio_set(mm, MM_ACK_WAIT_PRIO);
+	rc = storm_op_wait(op, -1, failed);
+	storm_op_free(op);
+	if (lowered)
+		mm_prio_set(mm, MM_STROBE_PRIO);
+	return rc;
+}
+
+/* A node that fails the strobe is taken out of the set and the strobe
+ * goes again, once, to the others. */
+extern int mm_strobe_send(mm_t *mm, uint32_t slot, uint32_t nq,
+			  uint64_t next_in_ns)
+{
+	storm_gang_strobe_t s;
+	storm_set_t failed;
+	int rc, tries = 0;
+
+	do {
+		strobe_fill(mm, &s, slot, nq, next_in_ns);
+		storm_set_clear(&failed);
+		rc = strobe_once(mm, &s, &failed);
+	} while (rc && storm_set_count(&failed) &&
+		 mm_faults_sort_out(mm, &failed, "missed a strobe") &&
+		 ++tries < 2);
+	return rc;
+}
+
+extern void mm_strobe_release_all(mm_t *mm)
+{
+	mm_matrix_release_all(&mm->matrix);
+	mm_jobs_build_table(mm);
+	if (mm_strobe_send_table(mm) == 0) {
+		mm->epoch++;
+		mm_strobe_send(mm, 0, 1, mm->conf.timeslice_us * 1000ULL);
+		info("%s: told the node managers to run every job", MM_PREFIX);
+	}
+}

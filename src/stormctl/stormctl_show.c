@@ -1,0 +1,198 @@
+/*
+ * stormctl_show.c - `stormctl show`: the status file the Machine Manager
+ * rewrites every second in slurmctld's StateSaveLocation (its format and
+ * why a file: src/common/storm_status.h), as a matrix or as JSON.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "src/common/storm_status.h"
+
+#include "stormctl_show.h"
+
+/* The StateSaveLocation of slurm.conf ($SLURM_CONF or /etc/slurm). */
+static int state_dir(char *buf, size_t len)
+{
+	const char *conf = getenv("SLURM_CONF");
+	char line[4096];
+	FILE *fp = fopen(conf ? conf : "/etc/slurm/slurm.conf", "r");
+	int rc = -1;
+
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		char *p = line;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!strncasecmp(p, "StateSaveLocation=", 18)) {
+			p += 18;
+			p[strcspn(p, " \t\r\n#")] = '\0';
+			snprintf(buf, len, "%s", p);
+			rc = 0;
+		}
+	}
+	fclose(fp);
+	return rc;
+}
+
+static void print_header(const char *path, const storm_status_hdr_t *h)
+{
+	long age = (long) time(NULL) - (long) h->written;
+
+	printf("STORM gang scheduling (%s)\n", path);
+	printf("  quantum %.3f ms (measured period %.3f ms), epoch %llu, %llu quanta, slot %d of %d\n",
+	       h->quantum_us / 1000.0, h->period_us / 1000.0,
+	       (unsigned long long) h->epoch, (unsigned long long) h->quanta,
+	       h->nslots ? h->slot : 0, h->nslots);
+	printf("  strobe %llu us, confirm %llu us, late quanta %llu, table generation %llu\n",
+	       (unsigned long long) h->strobe_us,
+	       (unsigned long long) h->confirm_us,
+	       (unsigned long long) h->late_quanta,
+	       (unsigned long long) h->table_gen);
+	if (h->quanta_per_strobe > 1)
+		printf("  one strobe per %u quanta (StrobeInterval): the node managers time the quanta between strobes\n",
+		       h->quanta_per_strobe);
+	printf("  status written %ld s ago%s\n", age,
+	       age > STORM_STATUS_STALE_S ?
+	       " -- STALE: the machine manager is not running" : "");
+}
+
+/* A matrix cell: the job holding slot s on node k, "(id)" a job filling
+ * it in, "-" nothing. */
+static void matrix_cell(const storm_status_t *st, int s, int k, char *cell,
+			size_t len)
+{
+	snprintf(cell, len, "-");
+	for (int i = 0; i < st->njobs; i++) {
+		const storm_status_job_t *j = &st->jobs[i];
+
+		if (!storm_status_ranks_has(j->nodes, k))
+			continue;
+		if (j->slot == s)
+			snprintf(cell, len, "%u", j->job_id);
+		else if (j->slot >= 0 && (j->mask >> s) & 1 &&
+			 !strcmp(cell, "-"))
+			snprintf(cell, len, "(%u)", j->job_id);
+	}
+}
+
+/* Rows are slots, columns nodes; then the jobs never switched. */
+static void print_matrix(const storm_status_t *st)
+{
+	char cell[32];
+
+	printf("\n%-6s", "slot");
+	for (int k = 0; k < st->nnodes; k++)
+		printf(" %8s", st->nodes[k].name);
+	printf("\n");
+	for (int s = 0; s < st->hdr.nslots; s++) {
+		printf("%c%-5d", s == st->hdr.slot ? '*' : ' ', s);
+		for (int k = 0; k < st->nnodes; k++) {
+			matrix_cell(st, s, k, cell, sizeof(cell));
+			printf(" %8s", cell);
+		}
+		printf("\n");
+	}
+	printf("%-6s", " all");
+	for (int k = 0; k < st->nnodes; k++) {
+		snprintf(cell, sizeof(cell), "-");
+		for (int i = 0; i < st->njobs; i++)
+			if (st->jobs[i].mask == 0xffffffffu &&
+			    storm_status_ranks_has(st->jobs[i].nodes, k))
+				snprintf(cell, sizeof(cell), "%u",
+					 st->jobs[i].job_id);
+		printf(" %8s", cell);
+	}
+	printf("   (alone on their nodes, or Policy=local: never switched)\n");
+}
+
+static void print_lists(const storm_status_t *st)
+{
+	printf("\n%-10s %-6s %-9s %s\n", "job", "slot", "policy", "nodes");
+	for (int i = 0; i < st->njobs; i++) {
+		const storm_status_job_t *j = &st->jobs[i];
+		char sl[16] = "-";
+
+		if (j->slot >= 0)
+			snprintf(sl, sizeof(sl), "%d", j->slot);
+		printf("%-10u %-6s %-9s %s\n", j->job_id, sl,
+		       j->policy[0] ? j->policy : "?", j->nodes);
+	}
+	printf("\n%-10s %-12s %10s %7s\n", "node", "state", "ack_us", "misses");
+	for (int k = 0; k < st->nnodes; k++)
+		printf("%-10s %-12s %10llu %7u\n", st->nodes[k].name,
+		       st->nodes[k].state,
+		       (unsigned long long) st->nodes[k].ack_us,
+		       st->nodes[k].misses);
+}
+
+/* The status file: --status FILE, else StateSaveLocation's. */
+static int status_path(const char *file, char *path, size_t len)
+{
+	char dir[4096];
+
+	if (file) {
+		snprintf(path, len, "%s", file);
+		return 0;
+	}
+	if (state_dir(dir, sizeof(dir))) {
+		fprintf(stderr, "stormctl: no StateSaveLocation in slurm.conf; use --status FILE\n");
+		return -1;
+	}
+	if (storm_status_path(dir, path, len)) {
+		fprintf(stderr, "stormctl: StateSaveLocation too long: %s\n",
+			dir);
+		return -1;
+	}
+	return 0;
+}
+
+static int show(const char *file, bool json)
+{
+	char path[4200];
+	storm_status_t st;
+	int rc;
+
+	if (status_path(file, path, sizeof(path)))
+		return 1;
+	rc = storm_status_read(path, &st);
+	if (rc == -EINVAL) {
+		fprintf(stderr, "stormctl: %s is not a STORM status file\n", path);
+		return 1;
+	} else if (rc) {
+		fprintf(stderr, "stormctl: cannot read %s: %s (is slurmctld running with SchedulerType=sched/storm?)\n",
+			path, strerror(-rc));
+		return 1;
+	}
+	if (json) {
+		rc = storm_status_fprint_json(stdout, &st) ? 1 : 0;
+	} else {
+		print_header(path, &st.hdr);
+		print_matrix(&st);
+		print_lists(&st);
+	}
+	storm_status_free(&st);
+	return rc;
+}
+
+extern int show_main(int argc, char **argv)
+{
+	const char *file = NULL;
+	bool json = false;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--status") && i + 1 < argc)
+			file = argv[++i];
+		else
+			return -1;
+	}
+	return show(file, json);
+}

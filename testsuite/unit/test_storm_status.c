@@ -1,0 +1,207 @@
+/*
+ * test_storm_status.c - the MM's status file (storm_status.c): what the
+ * writer prints the reader reads back, old files without a policy, files
+ * that are not status files, and the JSON form.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/common/storm_status.h"
+
+static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
+		   storm_status_job_t *j)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = STORM_STATUS_VERSION;
+	h->written = 1700000000;
+	h->epoch = 42;
+	h->slot = 1;
+	h->nslots = 2;
+	h->quantum_us = 20000;
+	h->nnodes = 1;
+	h->quanta_per_strobe = 3;
+	snprintf(h->provider, sizeof(h->provider), "tcp;ofi_rxm");
+	memset(n, 0, sizeof(*n));
+	n->rank = 0;
+	snprintf(n->name, sizeof(n->name), "node1");
+	snprintf(n->state, sizeof(n->state), "live");
+	n->ack_us = 516;
+	n->misses = 2;
+	memset(j, 0, sizeof(*j));
+	j->job_id = 7;
+	j->slot = 1;
+	j->mask = 0x3;
+	snprintf(j->nodes, sizeof(j->nodes), "0-3,7");
+	snprintf(j->policy, sizeof(j->policy), "flexible");
+}
+
+/* Write through the writer into a memory buffer. */
+static char *write_text(void)
+{
+	storm_status_hdr_t h;
+	storm_status_node_t n;
+	storm_status_job_t j;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(fp);
+	sample(&h, &n, &j);
+	ck_assert_int_gt(storm_status_fprint_hdr(fp, &h), 0);
+	ck_assert_int_gt(storm_status_fprint_node(fp, &n), 0);
+	ck_assert_int_gt(storm_status_fprint_job(fp, &j), 0);
+	fclose(fp);
+	return buf;
+}
+
+START_TEST(writer_format)
+{
+	char *text = write_text();
+
+	ck_assert_ptr_nonnull(strstr(text, "version=1\nwritten=1700000000\nmm_id=0\nepoch=42\nslot=1\nnslots=2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\n"));
+	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2\n"));
+	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible\n"));
+	free(text);
+}
+END_TEST
+
+START_TEST(round_trip)
+{
+	char *text = write_text();
+	storm_status_hdr_t h;
+	storm_status_node_t n;
+	storm_status_job_t j;
+	storm_status_t st;
+
+	sample(&h, &n, &j);
+	ck_assert_int_eq(storm_status_parse(text, &st), 0);
+	ck_assert_mem_eq(&st.hdr, &h, sizeof(h));
+	ck_assert_int_eq(st.nnodes, 1);
+	ck_assert_mem_eq(&st.nodes[0], &n, sizeof(n));
+	ck_assert_int_eq(st.njobs, 1);
+	ck_assert_mem_eq(&st.jobs[0], &j, sizeof(j));
+	storm_status_free(&st);
+	ck_assert_ptr_null(st.jobs);
+	free(text);
+}
+END_TEST
+
+START_TEST(policy_optional_and_junk_skipped)
+{
+	storm_status_t st;
+
+	ck_assert_int_eq(storm_status_parse("version=1\nnslots=1\nnode x\n"
+					    "job 3 slot=-1 mask=0xffffffff nodes=2\n"
+					    "unknown=5\n", &st), 0);
+	ck_assert_int_eq(st.hdr.nslots, 1);
+	ck_assert_int_eq(st.nnodes, 0);
+	ck_assert_int_eq(st.njobs, 1);
+	ck_assert_int_eq(st.jobs[0].slot, -1);
+	ck_assert_uint_eq(st.jobs[0].mask, 0xffffffffu);
+	ck_assert_str_eq(st.jobs[0].policy, "");
+	storm_status_free(&st);
+}
+END_TEST
+
+START_TEST(not_a_status_file)
+{
+	storm_status_t st;
+
+	ck_assert_int_eq(storm_status_parse("hello\nnslots=2\n", &st), -EINVAL);
+	ck_assert_int_eq(storm_status_parse("", &st), -EINVAL);
+	ck_assert_int_eq(storm_status_read("/nonexistent/storm-mm.status", &st),
+			 -ENOENT);
+}
+END_TEST
+
+START_TEST(file_write_and_read)
+{
+	char dir[] = "/tmp/test_storm_status.XXXXXX", path[256];
+	storm_status_hdr_t h;
+	storm_status_node_t n;
+	storm_status_job_t j;
+	storm_status_t st;
+	FILE *fp;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(storm_status_path(dir, path, sizeof(path)), 0);
+	ck_assert_int_eq(storm_status_path(dir, path, 10), -ENAMETOOLONG);
+	ck_assert_int_eq(storm_status_path(dir, path, sizeof(path)), 0);
+	sample(&h, &n, &j);
+	fp = storm_status_begin(path);
+	ck_assert_ptr_nonnull(fp);
+	storm_status_fprint_hdr(fp, &h);
+	storm_status_fprint_job(fp, &j);
+	ck_assert_int_eq(access(path, F_OK), -1);	/* not before commit */
+	ck_assert_int_eq(storm_status_commit(fp, path), 0);
+	ck_assert_int_eq(storm_status_read(path, &st), 0);
+	ck_assert_int_eq(st.hdr.epoch, 42);
+	ck_assert_int_eq(st.njobs, 1);
+	storm_status_free(&st);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(json_form)
+{
+	char *text = write_text(), *buf = NULL;
+	size_t len = 0;
+	storm_status_t st;
+	FILE *fp = open_memstream(&buf, &len);
+
+	ck_assert_int_eq(storm_status_parse(text, &st), 0);
+	snprintf(st.nodes[0].name, sizeof(st.nodes[0].name), "a\"b");
+	ck_assert_int_eq(storm_status_fprint_json(fp, &st), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(buf, "{\"header\":{\"version\":1,\"written\":1700000000,"));
+	ck_assert_ptr_nonnull(strstr(buf, "\"provider\":\"tcp;ofi_rxm\","));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2}"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\"}"));
+	storm_status_free(&st);
+	free(buf);
+	free(text);
+}
+END_TEST
+
+START_TEST(ranks_lists)
+{
+	ck_assert(storm_status_ranks_has("0-3,7", 0));
+	ck_assert(storm_status_ranks_has("0-3,7", 3));
+	ck_assert(!storm_status_ranks_has("0-3,7", 4));
+	ck_assert(storm_status_ranks_has("0-3,7", 7));
+	ck_assert(!storm_status_ranks_has("", 0));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("storm_status");
+	TCase *tc = tcase_create("status");
+
+	tcase_add_test(tc, writer_format);
+	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, policy_optional_and_junk_skipped);
+	tcase_add_test(tc, not_a_status_file);
+	tcase_add_test(tc, file_write_and_read);
+	tcase_add_test(tc, json_form);
+	tcase_add_test(tc, ranks_lists);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
