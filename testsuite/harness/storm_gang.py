@@ -8,7 +8,9 @@ freezer cgroup (proctrack/cgroup puts every task there).
 """
 
 import contextlib
+import json
 import os
+import subprocess
 import time
 
 from storm_cluster import Cluster
@@ -110,23 +112,24 @@ def wait_gang_ready(cluster, timeout=90):
 
 
 def mm_status(cluster):
-    """The Machine Manager's status file: (header dict, nodes, jobs)."""
-    hdr, nodes, jobs = {}, {}, {}
-    try:
-        text = open(cluster.path("state", "storm-mm.status")).read()
-    except OSError:
-        return hdr, nodes, jobs
-    for line in text.splitlines():
-        w = line.split()
-        if not w:
-            continue
-        if w[0] == "node":
-            nodes[w[2]] = dict(x.split("=", 1) for x in w[3:])
-        elif w[0] == "job":
-            jobs[int(w[1])] = dict(x.split("=", 1) for x in w[2:])
-        elif "=" in line:
-            k, _, v = line.partition("=")
-            hdr[k] = v
+    """The Machine Manager's status file, read through its one definition
+    (src/common/storm_status.h) by `stormctl show --json`: (header dict,
+    nodes by name, jobs by id), values as the file writes them; empty
+    while there is no file."""
+    r = subprocess.run([os.path.join(cluster.builddir, "src", "stormctl", "stormctl"),
+                        "show", "--json", "--status",
+                        cluster.path("state", "storm-mm.status")],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return {}, {}, {}
+    d = json.loads(r.stdout)
+    hdr = {k: str(v) for k, v in d["header"].items()}
+    nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
+                         "misses": str(n["misses"])} for n in d["nodes"]}
+    jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
+                               "nodes": j["nodes"]},
+                              **({"policy": j["policy"]} if j["policy"] else {}))
+            for j in d["jobs"]}
     return hdr, nodes, jobs
 
 
