@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "nm.h"
-#include "nm_bcast.h"
+#include "nm_bcast_wait.h"
 #include "src/common/storm_bcast.h"
 
 #define MAX_WAITERS 256

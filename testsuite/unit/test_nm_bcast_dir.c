@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/nm/nm_bcast.h"
+#include "src/nm/nm_bcast_dir.h"
 
 static const char table[] =
 	"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=remount-ro\n"

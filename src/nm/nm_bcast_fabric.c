@@ -1,0 +1,309 @@
+/*
+ * nm_bcast_fabric.c - the broadcast on the fabric (protocol in
+ * src/common/storm_bcast.h).
+ *
+ * The relay multicasts a manifest (srun's munge credential, then its job
+ * attestation), each node checks it and prepares its file, the relay
+ * multicasts the data and then the go-ahead.  libstormmech calls the
+ * destination callbacks from its progress thread with its lock held, so
+ * they only take buffers and look transfers up.  Everything slow (munge,
+ * slurmctld, file system) runs in this module's worker thread, which
+ * reports through the fabric variables that the relay reads with
+ * COMPARE-AND-WRITE.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nm_bcast_dir.h"
+#include "nm_bcast_fabric.h"
+#include "nm_bcast_wait.h"
+#include "nm_bcast_xfer.h"
+#include "src/common/storm_bcast.h"
+
+#define SWEEP_PERIOD 10		/* s */
+
+typedef enum { W_MANIFEST = 1, W_COMMIT, W_ABORT } work_kind_t;
+
+typedef struct work {
+	struct work *next;
+	work_kind_t kind;
+	int root;
+	uint64_t key;
+	size_t len;
+	char *manifest;
+} work_t;
+
+/* A manifest or go-ahead buffer handed to libstormmech: the release
+ * callback only gets the buffer back, so it carries its root and key. */
+typedef struct mbuf {
+	struct mbuf *next;
+	int root;
+	uint64_t key;
+	bool go;	/* the go-ahead (STORM_BCAST_GO), not a manifest */
+	char data[];
+} mbuf_t;
+
+static struct {
+	nm_t *nm;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t worker;
+	bool worker_started;
+	bool stop;
+	work_t *head, *tail;
+	mbuf_t *mbufs;
+	time_t last_sweep;
+} F = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+extern void nm_bcast_publish(int root, uint64_t key, int st)
+{
+	int var = storm_bcast_var(key);
+	int rc = storm_var_set(F.nm->ctx, var, STORM_BCAST_VAL(key, st));
+
+	if (rc)
+		nm_error("bcast: cannot set variable %d: %s", var,
+			 storm_strerror(rc));
+	if (st != STORM_BCAST_READY)
+		nm_bcast_wake(root, key, st);
+}
+
+/* ------------------------------------------------ fabric callbacks */
+/* A buffer for a manifest or the go-ahead, or NULL (dropped). */
+static void *take_mbuf(int root, uint64_t offset, uint64_t len)
+{
+	bool go = !(offset & STORM_BCAST_MANIFEST);
+	mbuf_t *m;
+
+	if (go ? len != 0 : len == 0 || len > STORM_BCAST_MAX_MANIFEST)
+		return NULL;	/* out of range: dropped */
+	m = calloc(1, sizeof(*m) + len + 1);
+	if (!m)
+		return NULL;
+	m->root = root;
+	m->key = offset & STORM_BCAST_KEY_MASK;
+	m->go = go;
+	pthread_mutex_lock(&F.lock);
+	m->next = F.mbufs;
+	F.mbufs = m;
+	pthread_mutex_unlock(&F.lock);
+	return m->data;
+}
+
+/* Called by the progress thread with the fabric lock held: no blocking. */
+static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
+{
+	uint64_t key = offset & STORM_BCAST_KEY_MASK;
+	void *dst;
+
+	(void) arg;
+	if (offset & (STORM_BCAST_MANIFEST | STORM_BCAST_GO))
+		return take_mbuf(root, offset, len);
+	if (!(offset & STORM_BCAST_DATA))
+		return NULL;	/* not ours: the global region applies */
+	dst = nm_bcast_xfer_receive(root, key, len);
+	if (!dst)
+		nm_error("bcast: refusing data from rank %d (key %" PRIx64
+			 ", %" PRIu64 " bytes): no accepted manifest",
+			 root, key, len);
+	return dst;
+}
+
+static void enqueue(work_t *w)
+{
+	pthread_mutex_lock(&F.lock);
+	if (F.tail)
+		F.tail->next = w;
+	else
+		F.head = w;
+	F.tail = w;
+	pthread_cond_signal(&F.cond);
+	pthread_mutex_unlock(&F.lock);
+}
+
+/* Our buffer at dst, unlinked from the list; caller holds F.lock. */
+static mbuf_t *unlink_mbuf(const void *dst)
+{
+	for (mbuf_t **pp = &F.mbufs; *pp; pp = &(*pp)->next)
+		if ((*pp)->data == dst) {
+			mbuf_t *m = *pp;
+
+			*pp = m->next;
+			return m;
+		}
+	return NULL;
+}
+
+/* A manifest or go-ahead has arrived (or not: !committed); frees m. */
+static void mbuf_released(mbuf_t *m, uint64_t len, bool committed)
+{
+	work_t *w;
+
+	if (m->go) {
+		/* nothing slow: answers the waiters without blocking */
+		if (committed)
+			nm_bcast_go(m->root, m->key);
+	} else if (committed && (w = calloc(1, sizeof(*w)))) {
+		w->kind = W_MANIFEST;
+		w->root = m->root;
+		w->key = m->key;
+		w->len = len;
+		w->manifest = malloc(len + 1);
+		if (w->manifest) {
+			memcpy(w->manifest, m->data, len);
+			w->manifest[len] = '\0';
+			enqueue(w);
+		} else {
+			free(w);
+		}
+	}
+	free(m);
+}
+
+/*
+ * Called when a transfer that used one of our buffers is over and no send
+ * reads the buffer any more (libstormmech's dest_release).  The slow part
+ * runs in the worker.  We need the root and offset back, so they are
+ * found from the buffer.
+ */
+static void release_cb(void *arg, void *dst, uint64_t len, bool committed)
+{
+	work_t *w;
+	mbuf_t *m;
+	int root;
+	uint64_t key;
+
+	(void) arg;
+	pthread_mutex_lock(&F.lock);
+	if (F.stop) {
+		/* shutting down: the NM's fini owns the buffers now */
+		pthread_mutex_unlock(&F.lock);
+		return;
+	}
+	m = unlink_mbuf(dst);
+	pthread_mutex_unlock(&F.lock);
+	if (m) {
+		mbuf_released(m, len, committed);
+		return;
+	}
+	if (!nm_bcast_xfer_received(dst, &root, &key))
+		return;
+	if (!(w = calloc(1, sizeof(*w)))) {
+		nm_error("bcast: out of memory: a transfer's end is lost");
+		return;
+	}
+	w->kind = committed ? W_COMMIT : W_ABORT;
+	w->root = root;
+	w->key = key;
+	enqueue(w);
+}
+
+/* ----------------------------------------------------------- worker */
+/* A manifest from the fabric: srun's credential, then (after a newline)
+ * the relay's attestation if it made one. */
+static void handle_manifest(work_t *w)
+{
+	nm_bcast_xfer_t *x;
+	uint64_t key = w->key & STORM_BCAST_KEY_MASK;
+	char *attest = strchr(w->manifest, '\n');
+
+	if (attest)
+		*attest++ = '\0';
+	nm_bcast_publish(w->root, key,
+			 nm_bcast_xfer_accept(w->manifest, attest, w->root, key,
+					      NM_XFER_READY, &x));
+}
+
+static void handle_end(work_t *w)
+{
+	nm_bcast_xfer_t *x = nm_bcast_xfer_find(w->root, w->key);
+
+	if (x)
+		nm_bcast_publish(w->root, w->key,
+				 nm_bcast_xfer_finish(x, w->kind == W_COMMIT));
+}
+
+/* Nothing queued: answer the waits that ran out, wait a second for work,
+ * sweep BcastDir now and then.  Called and returns with F.lock held. */
+static void idle(void)
+{
+	struct timespec ts;
+
+	pthread_mutex_unlock(&F.lock);
+	nm_bcast_wait_expire();
+	pthread_mutex_lock(&F.lock);
+	if (F.head || F.stop)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_cond_timedwait(&F.cond, &F.lock, &ts);
+	if (!F.head && time(NULL) - F.last_sweep >= SWEEP_PERIOD) {
+		F.last_sweep = time(NULL);
+		pthread_mutex_unlock(&F.lock);
+		nm_bcast_sweep();
+		pthread_mutex_lock(&F.lock);
+	}
+}
+
+static void *worker(void *arg)
+{
+	(void) arg;
+	pthread_mutex_lock(&F.lock);
+	while (!F.stop) {
+		work_t *w = F.head;
+
+		if (!w) {
+			idle();
+			continue;
+		}
+		F.head = w->next;
+		if (!F.head)
+			F.tail = NULL;
+		pthread_mutex_unlock(&F.lock);
+		if (w->kind == W_MANIFEST)
+			handle_manifest(w);
+		else
+			handle_end(w);
+		free(w->manifest);
+		free(w);
+		pthread_mutex_lock(&F.lock);
+	}
+	pthread_mutex_unlock(&F.lock);
+	return NULL;
+}
+
+/* ------------------------------------------------------ start, stop */
+extern int nm_bcast_fabric_start(nm_t *nm)
+{
+	int rc;
+
+	F.nm = nm;
+	F.stop = false;
+	if ((rc = pthread_create(&F.worker, NULL, worker, NULL)))
+		return -rc;
+	F.worker_started = true;
+	storm_set_dest_fn(nm->ctx, dest_cb, release_cb, nm);
+	return 0;
+}
+
+extern void nm_bcast_fabric_stop(nm_t *nm)
+{
+	/* No progress any more, so nothing writes into our mappings. */
+	if (nm->ctx)
+		storm_ctx_stop_progress(nm->ctx);
+	pthread_mutex_lock(&F.lock);
+	F.stop = true;
+	pthread_cond_broadcast(&F.cond);
+	pthread_mutex_unlock(&F.lock);
+	if (F.worker_started)
+		pthread_join(F.worker, NULL);
+	F.worker_started = false;
+	for (work_t *w = F.head, *n; w; w = n) {
+		n = w->next;
+		free(w->manifest);
+		free(w);
+	}
+	F.head = F.tail = NULL;
+}
