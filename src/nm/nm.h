@@ -51,6 +51,8 @@ typedef struct nm {
 typedef enum { NM_ERROR, NM_INFO, NM_VERBOSE, NM_DEBUG } nm_level_t;
 extern int nm_log_open(const char *path, nm_level_t level);
 extern void nm_log_set_tag(const char *node);
+/* The log's file descriptor (kept by a forked child), or -1. */
+extern int nm_log_fd(void);
 extern void nm_log(nm_level_t level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define nm_error(...) nm_log(NM_ERROR, __VA_ARGS__)

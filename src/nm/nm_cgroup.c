@@ -287,12 +287,59 @@ static bool thaw_self_frozen(const char *path)
 	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) < 0)
 		return false;
 	if (!nm_cg_write(fd, false)) {
-		nm_info("gang: thawed %s, left frozen by an earlier node manager",
-			path);
+		nm_info("gang: thawed %s", path);
 		thawed = true;
 	}
 	close(fd);
 	return thawed;
+}
+
+static void cpu_root(char *buf, size_t len);
+
+/* Write "0" to path's cpu.idle if it has one; true if written. */
+static bool idle_off(const char *dir)
+{
+	char p[4200];
+	bool done;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/cpu.idle", dir);
+	if ((fd = open(p, O_WRONLY | O_CLOEXEC)) < 0)
+		return false;
+	done = write(fd, "0", 1) == 1;
+	close(fd);
+	return done;
+}
+
+/*
+ * Run one job normally again, whatever switched it out: its self-frozen
+ * step cgroups (v1) or job cgroup (v2) thawed, its cpu.idle cleared.  No
+ * state of the caller is needed, so a process that outlives the node
+ * manager can do it (nm_watchdog.c).  Returns how many cgroups changed.
+ */
+extern int nm_cg_job_release(uint32_t job_id, uint32_t uid)
+{
+	char job[2048], pat[2100], cpu[1300];
+	glob_t g;
+	int n = 0;
+
+	if (cg_version == 1) {
+		v1_job_path(job_id, uid, "", job, sizeof(job));
+		snprintf(pat, sizeof(pat), "%s/step_*", job);
+		if (!glob(pat, GLOB_ONLYDIR, NULL, &g)) {
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				n += thaw_self_frozen(g.gl_pathv[i]);
+			globfree(&g);
+		}
+		cpu_root(cpu, sizeof(cpu));
+		snprintf(job, sizeof(job), "%s/job_%u", cpu, job_id);
+		return n + idle_off(job);
+	}
+	if (job_ctl_path(job_id, uid, job, sizeof(job)))
+		return 0;
+	*strrchr(job, '/') = '\0';
+	n += thaw_self_frozen(job);
+	return n + idle_off(job);
 }
 
 /*

@@ -27,6 +27,9 @@ typedef void (*nm_cg_step_fn)(const char *name, void *arg);
 extern int nm_cg_job_steps(int dir_fd, nm_cg_step_fn fn, void *arg);
 /* v1: a step's freeze control: fd or -errno. */
 extern int nm_cg_step_open(int dir_fd, const char *step);
+/* One job runs normally again: thawed and not idle-class, from the
+ * cgroups alone; how many cgroups changed. */
+extern int nm_cg_job_release(uint32_t job_id, uint32_t uid);
 /* Thaw what a previous NM left frozen, but the steps of jobs that
  * suspended() says Slurm suspended; returns how many were thawed. */
 extern int nm_cg_thaw_orphans(bool (*suspended)(uint32_t job_id));

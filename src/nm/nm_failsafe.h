@@ -9,7 +9,9 @@
  *   - at start: job cgroups an earlier NM of this node left frozen or
  *     idle-class are restored, but those of jobs Slurm suspended
  *     (nm_failsafe_recover);
- *   - at exit: nm_gang.c thaws every job it switched.
+ *   - at exit: nm_gang.c thaws every job it switched;
+ *   - when the NM itself is killed or stopped: its watchdog process
+ *     releases what it had switched out (nm_watchdog.h).
  *
  * The other faults a node sees are handled where they happen: a job whose
  * cgroup vanished is forgotten and looked for again (nm_gang.c), the relay

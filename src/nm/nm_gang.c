@@ -63,6 +63,7 @@
 #include "nm.h"
 #include "nm_cgroup.h"
 #include "nm_failsafe.h"
+#include "nm_watchdog.h"
 #include "nm_gang.h"
 #include "nm_gang_job.h"
 
@@ -255,6 +256,8 @@ static void traced_apply(uint64_t epoch, uint32_t q, uint32_t slot,
 	t->done_ns = now_ns(CLOCK_REALTIME);
 }
 
+static uint64_t failsafe_ns(void);
+
 /* A valid strobe arrived: switch to its slot and take its quanta over.
  * Called with lock held. */
 static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
@@ -269,6 +272,7 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
 	G.last = *s;
 	nm_failsafe_strobe(&G.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
+	nm_watchdog_strobe(G.failsafe.last_strobe_ns, failsafe_ns());
 	G.nstrobes++;
 	G.sub_left = 0;
 	if (s->nquanta > 1 && s->nslots > 1 && s->quantum_us) {

@@ -16,6 +16,15 @@
 #include "nm.h"
 #include "nm_cgroup.h"
 #include "nm_gang_job.h"
+#include "nm_watchdog.h"
+
+/* Tell the watchdog whether this job is ours to release if strobes stop
+ * (switched out by us, not held by Slurm). */
+static void publish(const nm_gang_job_t *j)
+{
+	nm_watchdog_switched(j->job_id, j->uid,
+			     !j->held && (j->frozen || j->idle));
+}
 
 /* An absent job cgroup (the job is still starting here) is looked for
  * again at the first strobe after this; on a timer rather than every few
@@ -65,6 +74,7 @@ void nm_gang_job_release(nm_gang_job_t *j)
 	j->capsteps = 0;
 	nm_cg_idle_close(j->cpu);
 	j->cpu = NULL;
+	nm_watchdog_switched(j->job_id, j->uid, false);
 }
 
 /* The job is gone from this node (its cgroup went): forget its cgroups,
@@ -75,6 +85,7 @@ void nm_gang_job_left(nm_gang_job_t *j, int rc)
 		   j->job_id, strerror(-rc));
 	close_job(j);
 	j->frozen = false;
+	publish(j);
 	j->retry_ns = mono_ns() + NM_GANG_RETRY_NS;
 }
 
@@ -182,6 +193,8 @@ void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
 
 	if (!nm_gang_job_present(j) || (j->frozen == frozen && !j->stale))
 		return;
+	if (frozen && !j->held)		/* known before it is true */
+		nm_watchdog_switched(j->job_id, j->uid, true);
 	if (j->dir_fd >= 0) {
 		if (frozen && (rc = nm_gang_job_scan(j, NM_GANG_SCAN_NS))) {
 			nm_gang_job_left(j, rc);
@@ -206,6 +219,7 @@ void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
 	}
 	j->frozen = frozen;
 	j->stale = false;
+	publish(j);
 	if (frozen)
 		c->freezes++;
 	else
@@ -226,6 +240,8 @@ void nm_gang_job_set_idle(nm_gang_job_t *j, bool idle, nm_gang_counts_t *c)
 	if (idle) {
 		uint64_t now = mono_ns();
 
+		if (!j->held)		/* known before it is true */
+			nm_watchdog_switched(j->job_id, j->uid, true);
 		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
 			nm_cg_idle_sync(j->cpu, j->how == STORM_GANG_SWITCH_FREEZE);
 			j->synced_ns = now;
@@ -239,9 +255,11 @@ void nm_gang_job_set_idle(nm_gang_job_t *j, bool idle, nm_gang_counts_t *c)
 		j->idle = false;
 		j->no_idle = true;
 		j->stale = true;	/* its batch step freezes from now on */
+		publish(j);
 		return;
 	}
 	j->idle = idle;
+	publish(j);
 	if (idle)
 		c->idles++;
 }
@@ -316,6 +334,7 @@ void nm_gang_job_hold(nm_gang_job_t *j, nm_gang_counts_t *c)
 		nm_gang_job_set_frozen(j, false, c);
 	}
 	j->held = true;
+	publish(j);
 	if (nm_gang_job_present(j))
 		nm_info("gang: job %u suspended by Slurm: not switched until it resumes",
 			j->job_id);
@@ -332,6 +351,7 @@ void nm_gang_job_unhold(nm_gang_job_t *j)
 		return;
 	j->frozen = true;
 	j->stale = true;
+	publish(j);
 	nm_info("gang: job %u resumed by Slurm: switched again", j->job_id);
 }
 

@@ -37,6 +37,11 @@ extern int nm_log_open(const char *path, nm_level_t level)
 	return 0;
 }
 
+extern int nm_log_fd(void)
+{
+	return log_fp ? fileno(log_fp) : -1;
+}
+
 extern void nm_log_set_tag(const char *node)
 {
 	snprintf(log_tag, sizeof(log_tag), "%s %s", NM_NAME, node);

@@ -23,6 +23,7 @@
 #include <slurm/slurm.h>
 
 #include "nm.h"
+#include "nm_watchdog.h"
 
 /* Exit codes the SPANK plugin reports. */
 enum { NM_EXIT_OK = 0, NM_EXIT_CONF = 1, NM_EXIT_USAGE = 2,
@@ -266,6 +267,10 @@ int main(int argc, char **argv)
 	nm_info("starting for node %s (slurm.conf %s, storm.conf %s)", nm->node,
 		nm->slurm_conf, nm->storm_conf);
 
+	/* forked while this is the only thread (nm_watchdog.h) */
+	if ((rc = nm_watchdog_start(nm)))
+		nm_error("watchdog: cannot start (%s): a killed node manager leaves its jobs frozen until it is restarted",
+			 strerror(-rc));
 	setenv("SLURM_CONF", nm->slurm_conf, 1);
 	slurm_init(nm->slurm_conf);
 	rc = nm_nodes_load(nm);
@@ -294,6 +299,7 @@ done:
 		if (nm_modules[nmods]->fini)
 			nm_modules[nmods]->fini(nm);
 	}
+	nm_watchdog_stop();	/* after the modules thawed what they switched */
 	nm_ctl_close(nm);
 	nm_fabric_close(nm);
 	slurm_fini();
