@@ -15,6 +15,8 @@
 
 #include "src/stormmech/stormmech.h"
 
+#include "check_run.h"
+
 /* internal, in libstormmech.a */
 extern int sm_client_addr_ok(const char *a, size_t maxlen);
 
@@ -172,8 +174,6 @@ int main(void)
 {
 	Suite *s = suite_create("stormmech client ranks");
 	TCase *t = tcase_create("client");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(t, test_addr_validation);
 	tcase_add_checked_fixture(t, setup, teardown);
@@ -181,9 +181,5 @@ int main(void)
 	tcase_add_test(t, test_client_moves);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return storm_check_run(s);
 }

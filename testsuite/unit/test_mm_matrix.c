@@ -10,6 +10,8 @@
 
 #include "src/plugins/sched/storm/mm_matrix.h"
 
+#include "check_run.h"
+
 #define NNODES 8
 
 static mm_matrix_t m;
@@ -444,11 +446,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(suite());
 }

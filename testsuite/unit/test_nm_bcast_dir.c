@@ -11,6 +11,8 @@
 
 #include "src/nm/nm_bcast_dir.h"
 
+#include "check_run.h"
+
 static const char table[] =
 	"22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,errors=remount-ro\n"
 	"30 22 0:25 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,inode64\n"
@@ -92,17 +94,11 @@ int main(void)
 {
 	Suite *s = suite_create("nm_bcast_dir");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_longest_mount_point_wins);
 	tcase_add_test(tc, test_prefix_stops_at_a_component);
 	tcase_add_test(tc, test_escapes_optional_fields_and_stacking);
 	tcase_add_test(tc, test_tmpfs_huge);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(s);
 }

@@ -30,6 +30,8 @@
 #include "src/nm/nm.h"
 #include "src/nm/nm_cgroup.h"
 
+#include "check_run.h"
+
 #define FREEZER "/sys/fs/cgroup/freezer"
 #define JOB_ID 7
 
@@ -364,7 +366,6 @@ int main(void)
 {
 	Suite *s = suite_create("nm_cgroup");
 	TCase *tc = tcase_create("steps"), *tc2 = tcase_create("v2");
-	SRunner *sr;
 	struct stat st;
 	char slice[100];
 	bool v1, slice_was_there;
@@ -392,13 +393,10 @@ int main(void)
 	} else {
 		fprintf(stderr, "v2 test skipped: no cgroup v2 mount\n");
 	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = storm_check_run(s);
 	if (v1)
 		remove_cgroups();
 	if (v2mnt[0])
 		remove_v2_cgroups(slice_was_there);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return failed;
 }

@@ -7,6 +7,8 @@
 
 #include "src/nm/nm_failsafe.h"
 
+#include "check_run.h"
+
 #define MS 1000000ULL
 #define FAILSAFE_NS (500 * MS)
 
@@ -78,17 +80,11 @@ int main(void)
 {
 	Suite *s = suite_create("nm_failsafe");
 	TCase *tc = tcase_create("failsafe");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, closed_until_failsafe_passes);
 	tcase_add_test(tc, opens_once_and_thaws_once);
 	tcase_add_test(tc, a_strobe_closes_it_and_restarts_the_watch);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return storm_check_run(s);
 }

@@ -25,6 +25,8 @@
 #include "src/nm/nm_bcast_dir.h"
 #include "src/nm/nm_bcast_xfer.h"
 
+#include "check_run.h"
+
 #define ROOT_RANK 3		/* the relay of the transfers below */
 #define JOB 42
 #define MAX_BYTES (1u << 20)
@@ -825,11 +827,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(suite());
 }

@@ -12,6 +12,8 @@
 
 #include "src/nm/nm_relay_req.h"
 
+#include "check_run.h"
+
 static char err[256];
 
 /* header + cred + nodes + "FILE" (the file's first bytes) */
@@ -182,8 +184,6 @@ int main(void)
 {
 	Suite *s = suite_create("nm_relay_req");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, whole_request_then_stops_before_the_file);
 	tcase_add_test(tc, byte_by_byte);
@@ -192,9 +192,5 @@ int main(void)
 	tcase_add_test(tc, nul_inside_credential_or_nodes);
 	tcase_add_test(tc, memory_follows_what_was_sent);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(s);
 }

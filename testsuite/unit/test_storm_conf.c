@@ -10,6 +10,8 @@
 
 #include "src/common/storm_conf.h"
 
+#include "check_run.h"
+
 static storm_conf_t conf;
 static char err[STORM_CONF_ERRLEN];
 
@@ -104,7 +106,7 @@ static const struct {
 	{ "MaxMPL=2 PartitionName=p\n", "storm.conf:1:", "PartitionName" },
 	{ "Timeslice=1s FailSafe=1s\n", "storm.conf", "FailSafe" },
 	{ "BcastDir=relative\n", "storm.conf", "BcastDir" },
-	/* gang keys (issue 5) */
+	/* gang keys */
 	{ "Timeslice=50\n", "storm.conf:1", "Timeslice" },
 	{ "Timeslice=2 ms\n", "storm.conf:1", "expected key=value" },
 	{ "Timeslice=2h\n", "storm.conf:1", "Timeslice" },
@@ -286,8 +288,6 @@ int main(void)
 {
 	Suite *s = suite_create("storm_conf");
 	TCase *tc = tcase_create("parse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, defaults_when_empty);
 	tcase_add_test(tc, values_and_units);
@@ -301,9 +301,5 @@ int main(void)
 	tcase_add_test(tc, conf_path);
 	tcase_add_test(tc, format_round_trip_values);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(s);
 }

@@ -12,6 +12,8 @@
 
 #include "src/common/storm_status.h"
 
+#include "check_run.h"
+
 static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 		   storm_status_job_t *j)
 {
@@ -197,11 +199,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return storm_check_run(suite());
 }
