@@ -72,8 +72,6 @@ static struct {
 	bool door_started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a connection ended */
-	pthread_cond_t wake;		/* stop (CLOCK_MONOTONIC): pause_us */
-	bool wake_ready;
 	volatile bool stop;
 	int conn[RELAY_MAX_THREADS];	/* connections with a thread (-1: free) */
 	int nconn;
@@ -278,69 +276,61 @@ static int ask_each(const storm_set_t *set, uint64_t key, int want,
 	return refused ? -1 : 0;
 }
 
-/*
- * Sleep us microseconds on the relay's wake condition; false when the
- * node manager stops meanwhile (relay_fini signals it), so a stopping NM
- * does not wait out a broadcast's Timeout.  Nothing else signals it: a
- * node's state changes on that node, and no message tells the relay, so
- * between two questions there is only time to wait for.
- */
-static bool pause_us(long us)
-{
-	struct timespec ts;
-	bool go;
-	int rc = 0;
+/* How long the relay waits for a node's signal before it asks anyway: a
+ * signal can be lost, and a node that died sends none. */
+#define RELAY_ASK_MS 100
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_nsec += us * 1000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&R.lock);
-	/* 0: woken early (spuriously); ETIMEDOUT, or an error: done */
-	while (!R.stop && !rc)
-		rc = pthread_cond_timedwait(&R.wake, &R.lock, &ts);
-	go = !R.stop;
-	pthread_mutex_unlock(&R.lock);
-	return go;
+/* Wait for a node's signal (storm_bcast.h, step 2): true unless stopping. */
+static bool wait_signal(uint64_t seen, double deadline)
+{
+	double left = deadline - now_ms();
+	int ms = left < RELAY_ASK_MS ? (int) left + 1 : RELAY_ASK_MS;
+
+	(void) storm_event_wait(R.nm->ctx, STORM_BCAST_EVENT, seen + 1,
+				ms > 0 ? ms : 1);
+	return !R.stop;
 }
 
 /*
- * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
- * that refused is reported at once with its reason; one that does not
- * answer, when the fabric says so; one that never gets there, at timeout.
+ * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  Each
+ * node signals the relay when its variable moves, so the relay asks the
+ * whole set once per signal, not on a timer, and asks each node (to name
+ * refusals with their reasons) once as many signals came as there are
+ * nodes, every few rounds, and at the deadline.  A node that refused is
+ * reported with its reason; one that does not answer, when the fabric
+ * says so; one that never gets there, at timeout.
  */
 static int wait_state(const storm_set_t *set, uint64_t key, int want,
 		      char *err, size_t errlen)
 {
 	int timeout_ms = (int) (R.nm->conf.timeout_us / 1000);
 	double deadline = now_ms() + timeout_ms;
+	uint64_t first = 0, seen = 0;
 	storm_set_t pending;
 	char names[1024];
 
-	for (int round = 0;; round++) {
-		int r = ask_all(set, key, want, err, errlen);
+	storm_event_test(R.nm->ctx, STORM_BCAST_EVENT, &first);
+	for (int round = 0; !R.stop; round++) {
+		int r;
 
-		if (r)
+		storm_event_test(R.nm->ctx, STORM_BCAST_EVENT, &seen);
+		if ((r = ask_all(set, key, want, err, errlen)))
 			return r > 0 ? 0 : -1;
-		/* Usually a node is just not there yet (the commit travels
-		 * down the tree while this runs from the serializer): ask the
-		 * set again a few times before asking each node. */
-		if (round % 8 != 7 && now_ms() < deadline) {
-			if (!pause_us(round < 8 ? 200 : 2000))
-				break;
-			continue;
+		if (seen - first >= (uint64_t) storm_set_count(set) ||
+		    round % 8 == 7 || now_ms() > deadline) {
+			first = seen;
+			if (ask_each(set, key, want, &pending, err, errlen))
+				return -1;
+			if (!storm_set_count(&pending))
+				continue;	/* everyone got there meanwhile */
+			if (now_ms() > deadline) {
+				set_names(&pending, names, sizeof(names));
+				snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
+					 names, timeout_ms);
+				return -1;
+			}
 		}
-		if (ask_each(set, key, want, &pending, err, errlen))
-			return -1;
-		if (!storm_set_count(&pending))
-			continue;	/* everyone got there meanwhile */
-		if (now_ms() > deadline) {
-			set_names(&pending, names, sizeof(names));
-			snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
-				 names, timeout_ms);
-			return -1;
-		}
-		if (!pause_us(2000))
+		if (!wait_signal(seen, deadline))
 			break;
 	}
 	snprintf(err, errlen, "node %s: node manager stopping", R.nm->node);
@@ -756,29 +746,6 @@ static void on_request(int fd, nm_relay_req_t *req, void *arg)
 }
 
 /* ------------------------------------------------------------ module */
-/* pause_us times its waits on CLOCK_MONOTONIC: a wall-clock step must not
- * stretch or cut them. */
-static int init_wake(void)
-{
-	pthread_condattr_t ca;
-	int rc;
-
-	if (R.wake_ready)
-		return 0;
-	if ((rc = pthread_condattr_init(&ca)))
-		return -rc;
-	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!rc)
-		rc = pthread_cond_init(&R.wake, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc) {
-		nm_error("relay: cannot set up its wait: %s", strerror(rc));
-		return -rc;
-	}
-	R.wake_ready = true;
-	return 0;
-}
-
 static int relay_init(nm_t *nm)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
@@ -790,8 +757,6 @@ static int relay_init(nm_t *nm)
 
 	R.nm = nm;
 	R.stop = false;
-	if ((rc = init_wake()))
-		return rc;
 	for (int i = 0; i < RELAY_MAX_THREADS; i++)
 		R.conn[i] = -1;
 	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
@@ -834,9 +799,7 @@ static void relay_fini(nm_t *nm)
 	struct timespec ts;
 
 	pthread_mutex_lock(&R.lock);
-	R.stop = true;
-	if (R.wake_ready)
-		pthread_cond_broadcast(&R.wake);	/* waits in wait_state */
+	R.stop = true;	/* waits in wait_state end within RELAY_ASK_MS */
 	pthread_mutex_unlock(&R.lock);
 	if (R.door_started)
 		nm_relay_door_stop();
