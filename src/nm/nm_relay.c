@@ -51,6 +51,7 @@
 #include "nm_bcast.h"
 #include "nm_relay_door.h"
 #include "nm_relay_req.h"
+#include "nm_relay_state.h"
 #include "src/common/storm_bcast.h"
 
 #define RELAY_MAX_VERIFY 16	/* credentials being checked at once */
@@ -134,207 +135,6 @@ static void user_slot_give(uid_t uid)
 			break;
 		}
 	pthread_mutex_unlock(&R.lock);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static const char *node_name(int rank)
-{
-	return rank >= 0 && rank < R.nm->nnodes ? R.nm->nodes[rank].name : "?";
-}
-
-/* Names of the ranks of a set, "node1,node5" (truncated politely). */
-static void set_names(const storm_set_t *s, char *out, size_t len)
-{
-	size_t o = 0;
-
-	out[0] = '\0';
-	for (int r = storm_set_next(s, 0); r >= 0; r = storm_set_next(s, r + 1)) {
-		int k = snprintf(out + o, len - o, "%s%s", o ? "," : "",
-				 node_name(r));
-
-		if (k < 0 || (size_t) k >= len - o) {
-			if (len > 4)
-				strcpy(out + len - 4, "...");
-			return;
-		}
-		o += k;
-	}
-}
-
-/* ------------------------------------------------------------ fabric */
-/* Which state does node `rank` report for this transfer (0: none yet,
- * -1: no answer)? */
-static int node_state(int rank, int var, uint64_t key)
-{
-	static const int states[] = {
-		STORM_BCAST_READY, STORM_BCAST_DONE, STORM_BCAST_EPERM,
-		STORM_BCAST_ENOSPC, STORM_BCAST_EFBIG, STORM_BCAST_EIO,
-		STORM_BCAST_EBADMSG, STORM_BCAST_ABORTED,
-	};
-	storm_set_t one, unr;
-
-	storm_set_clear(&one);
-	storm_set_add(&one, rank);
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		int r = storm_caw(R.nm->ctx, &one, var, STORM_EQ,
-				  STORM_BCAST_VAL(key, states[i]), -1, 0, &unr);
-
-		if (r == 1)
-			return states[i];
-		if (r < 0 || storm_set_count(&unr))
-			return -1;
-	}
-	return 0;
-}
-
-/* Of the nodes a tree operation reports failed (in a chain, the whole
- * part below a node that is gone), the ones that do not answer alone. */
-static void unreachable(const storm_set_t *failed, storm_set_t *dead,
-			uint64_t key)
-{
-	int var = storm_bcast_var(key);
-
-	storm_set_clear(dead);
-	for (int n = storm_set_next(failed, 0); n >= 0;
-	     n = storm_set_next(failed, n + 1))
-		if (node_state(n, var, key) < 0)
-			storm_set_add(dead, n);
-}
-
-/* One COMPARE-AND-WRITE(var == want) over the whole set: 1 every node is
- * there, 0 not yet, -1 with err set when it failed or a node did not
- * answer. */
-static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
-		   size_t errlen)
-{
-	storm_set_t unr, dead;
-	char names[1024];
-	int r = storm_caw(R.nm->ctx, set, storm_bcast_var(key), STORM_EQ,
-			  STORM_BCAST_VAL(key, want), -1, 0, &unr);
-
-	if (r == 1)
-		return 1;
-	if (r < 0) {
-		snprintf(err, errlen, "COMPARE-AND-WRITE failed: %s",
-			 storm_strerror(r));
-		return -1;
-	}
-	if (storm_set_count(&unr)) {
-		/* the tree reports the subtree it could not reach: ask each
-		 * node alone to name the ones really gone */
-		unreachable(set, &dead, key);
-		set_names(storm_set_count(&dead) ? &dead : &unr, names,
-			  sizeof(names));
-		snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
-			 names);
-		return -1;
-	}
-	return 0;
-}
-
-/* Ask each node of set for its state: 0 with the ones not at `want` yet
- * in pending, or -1 with err set when a node refused (every refusal, with
- * its reason) or did not answer. */
-static int ask_each(const storm_set_t *set, uint64_t key, int want,
-		    storm_set_t *pending, char *err, size_t errlen)
-{
-	int var = storm_bcast_var(key);
-	bool refused = false;
-	size_t o = 0;
-
-	storm_set_clear(pending);
-	err[0] = '\0';
-	for (int n = storm_set_next(set, 0); n >= 0;
-	     n = storm_set_next(set, n + 1)) {
-		int st = node_state(n, var, key);
-
-		if (st == want)
-			continue;
-		if (st < 0) {
-			snprintf(err, errlen, "node %s did not answer (node manager down or unreachable)",
-				 node_name(n));
-			return -1;
-		}
-		if (st >= STORM_BCAST_EPERM) {
-			int k = snprintf(err + o, errlen - o, "%snode %s: %s",
-					 o ? "; " : "", node_name(n),
-					 storm_bcast_state_str(st));
-			if (k > 0 && (size_t) k < errlen - o)
-				o += k;
-			refused = true;
-		} else {
-			storm_set_add(pending, n);
-		}
-	}
-	return refused ? -1 : 0;
-}
-
-/* How long the relay waits for a node's signal before it asks anyway: a
- * signal can be lost, and a node that died sends none. */
-#define RELAY_ASK_MS 100
-
-/* Wait for a node's signal (storm_bcast.h, step 2): true unless stopping. */
-static bool wait_signal(uint64_t seen, double deadline)
-{
-	double left = deadline - now_ms();
-	int ms = left < RELAY_ASK_MS ? (int) left + 1 : RELAY_ASK_MS;
-
-	(void) storm_event_wait(R.nm->ctx, STORM_BCAST_EVENT, seen + 1,
-				ms > 0 ? ms : 1);
-	return !R.stop;
-}
-
-/*
- * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  Each
- * node signals the relay when its variable moves, so the relay asks the
- * whole set once per signal, not on a timer, and asks each node (to name
- * refusals with their reasons) once as many signals came as there are
- * nodes, every few rounds, and at the deadline.  A node that refused is
- * reported with its reason; one that does not answer, when the fabric
- * says so; one that never gets there, at timeout.
- */
-static int wait_state(const storm_set_t *set, uint64_t key, int want,
-		      char *err, size_t errlen)
-{
-	int timeout_ms = (int) (R.nm->conf.timeout_us / 1000);
-	double deadline = now_ms() + timeout_ms;
-	uint64_t first = 0, seen = 0;
-	storm_set_t pending;
-	char names[1024];
-
-	storm_event_test(R.nm->ctx, STORM_BCAST_EVENT, &first);
-	for (int round = 0; !R.stop; round++) {
-		int r;
-
-		storm_event_test(R.nm->ctx, STORM_BCAST_EVENT, &seen);
-		if ((r = ask_all(set, key, want, err, errlen)))
-			return r > 0 ? 0 : -1;
-		if (seen - first >= (uint64_t) storm_set_count(set) ||
-		    round % 8 == 7 || now_ms() > deadline) {
-			first = seen;
-			if (ask_each(set, key, want, &pending, err, errlen))
-				return -1;
-			if (!storm_set_count(&pending))
-				continue;	/* everyone got there meanwhile */
-			if (now_ms() > deadline) {
-				set_names(&pending, names, sizeof(names));
-				snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
-					 names, timeout_ms);
-				return -1;
-			}
-		}
-		if (!wait_signal(seen, deadline))
-			break;
-	}
-	snprintf(err, errlen, "node %s: node manager stopping", R.nm->node);
-	return -1;
 }
 
 /* The error of a transfer that did not reach `failed`: fmt takes their
@@ -757,6 +557,7 @@ static int relay_init(nm_t *nm)
 
 	R.nm = nm;
 	R.stop = false;
+	nm_relay_state_init(nm, &R.stop);
 	for (int i = 0; i < RELAY_MAX_THREADS; i++)
 		R.conn[i] = -1;
 	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
