@@ -42,6 +42,7 @@ static const hdr_field_t hdr_fields[] = {
 	  STORM_STATUS_NAMELEN },
 	HF(nnodes, F_INT),
 	HF(quanta_per_strobe, F_U32),
+	HF(rejected_mm, F_U64),
 };
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
@@ -92,8 +93,10 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 {
-	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32 "\n",
-		       n->rank, n->name, n->state, n->ack_us, n->misses);
+	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
+		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		       n->rank, n->name, n->state, n->ack_us, n->misses,
+		       n->rejected[0], n->rejected[1], n->rejected[2]);
 }
 
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
@@ -206,8 +209,11 @@ static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_node_t n = { 0 };
 
-	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32,
-		   &n.rank, n.name, n.state, &n.ack_us, &n.misses) != 5)
+	/* rejected= is optional: older files lack it */
+	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
+		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64,
+		   &n.rank, n.name, n.state, &n.ack_us, &n.misses,
+		   &n.rejected[0], &n.rejected[1], &n.rejected[2]) < 5)
 		return 0;
 	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
 		return -ENOMEM;
@@ -338,8 +344,11 @@ static void json_node(FILE *fp, const storm_status_node_t *n)
 	json_str(fp, n->name);
 	fputs(",\"state\":", fp);
 	json_str(fp, n->state);
-	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32 "}",
-		n->ack_us, n->misses);
+	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32
+		",\"rejected\":{\"ctl\":%" PRIu64 ",\"bcast\":%" PRIu64
+		",\"fabric\":%" PRIu64 "}}",
+		n->ack_us, n->misses, n->rejected[0], n->rejected[1],
+		n->rejected[2]);
 }
 
 static void json_job(FILE *fp, const storm_status_job_t *j)

@@ -10,13 +10,16 @@
  * The format, one record a line:
  *
  *   KEY=VALUE                      the header, the keys below, in order
- *   node RANK NAME state=STATE ack_us=N misses=N
+ *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
  * bit s of M is set when the job runs in slot s (0xffffffff: in every
  * slot, never switched); RANKS is a list such as "0-3,7"; POLICY is gang,
- * flexible, local or held (suspended by Slurm).
+ * flexible, local or held (suspended by Slurm).  rejected counts the
+ * messages the node's manager refused on its control socket, its BcastPort
+ * and the fabric (storm_report.h); older files lack it.  The header's
+ * rejected_mm counts those the Machine Manager's own endpoint refused.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -60,6 +63,7 @@ typedef struct storm_status_hdr {
 	char provider[STORM_STATUS_NAMELEN];
 	int nnodes;
 	uint32_t quanta_per_strobe;
+	uint64_t rejected_mm;		/* fabric messages the MM refused */
 } storm_status_hdr_t;
 
 typedef struct storm_status_node {
@@ -68,6 +72,7 @@ typedef struct storm_status_node {
 	char state[STORM_STATUS_STATELEN];
 	uint64_t ack_us;		/* last one-node round trip */
 	uint32_t misses;		/* consecutive missed quanta */
+	uint64_t rejected[3];		/* ctl, bcast, fabric (storm_report.h) */
 } storm_status_node_t;
 
 typedef struct storm_status_job {
@@ -117,7 +122,8 @@ extern void storm_status_free(storm_status_t *st);
  * The parsed status as one JSON object, for tools that would rather not
  * parse the file (stormctl show --json):
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
- *    "nodes": [{"rank", "name", "state", "ack_us", "misses"}, ...],
+ *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
+ *               "rejected": {"ctl", "bcast", "fabric"}}, ...],
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "nm.h"
+#include "nm_reject.h"
 
 #define NM_CTL_MAX_CMDS 32
 #define NM_CTL_MSG 4096
@@ -108,6 +109,7 @@ static bool serve_one(nm_t *nm, int fd)
 		if (!strcmp(cmds[i].name, req))
 			break;
 	if (i == ncmds) {
+		nm_reject_count(STORM_REJECT_CTL);
 		snprintf(reply, sizeof(reply), "error unknown command '%.64s'",
 			 req);
 	} else {
@@ -130,6 +132,7 @@ extern void nm_ctl_serve(nm_t *nm)
 	while (!nm->stop) {
 		int fd, rc = poll(&pfd, 1, 200);
 
+		nm_reject_tick(nm);
 		if (rc <= 0)
 			continue;
 		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);

@@ -52,6 +52,7 @@
 #include "nm_relay_door.h"
 #include "nm_relay_req.h"
 #include "nm_relay_state.h"
+#include "nm_reject.h"
 #include "src/common/storm_bcast.h"
 
 #define RELAY_MAX_VERIFY 16	/* credentials being checked at once */
@@ -380,6 +381,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	st = nm_bcast_accept(cred, key, &f);
 	verified(c);
 	if (st != STORM_BCAST_READY) {
+		nm_reject_count(STORM_REJECT_BCAST);
 		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;

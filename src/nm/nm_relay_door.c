@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "nm.h"
+#include "nm_reject.h"
 #include "nm_relay_door.h"
 
 #define DOOR_MAX_PENDING 512
@@ -138,6 +139,7 @@ static void refuse(int i, const char *msg, uint64_t *field)
 	pending_t *e = &D.p[i];
 
 	count(field);
+	nm_reject_count(STORM_REJECT_BCAST);
 	nm_debug("relay: connection refused: %s", msg);
 	answer(e->fd, msg);
 	shutdown(e->fd, SHUT_WR);
@@ -157,6 +159,7 @@ static void evict_oldest(void)
 		if (D.p[i].seq < D.p[old].seq)
 			old = i;
 	count(&D.st.evicted);
+	nm_reject_count(STORM_REJECT_BCAST);
 	drop(old);
 }
 

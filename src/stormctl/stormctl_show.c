@@ -124,12 +124,18 @@ static void print_lists(const storm_status_t *st)
 		printf("%-10u %-6s %-9s %s\n", j->job_id, sl,
 		       j->policy[0] ? j->policy : "?", j->nodes);
 	}
-	printf("\n%-10s %-12s %10s %7s\n", "node", "state", "ack_us", "misses");
+	printf("\n%-10s %-12s %10s %7s  %s\n", "node", "state", "ack_us", "misses",
+	       "refused: ctl bcast fabric");
 	for (int k = 0; k < st->nnodes; k++)
-		printf("%-10s %-12s %10llu %7u\n", st->nodes[k].name,
-		       st->nodes[k].state,
+		printf("%-10s %-12s %10llu %7u  %12llu %5llu %6llu\n",
+		       st->nodes[k].name, st->nodes[k].state,
 		       (unsigned long long) st->nodes[k].ack_us,
-		       st->nodes[k].misses);
+		       st->nodes[k].misses,
+		       (unsigned long long) st->nodes[k].rejected[0],
+		       (unsigned long long) st->nodes[k].rejected[1],
+		       (unsigned long long) st->nodes[k].rejected[2]);
+	printf("machine manager: %llu fabric message(s) refused\n",
+	       (unsigned long long) st->hdr.rejected_mm);
 }
 
 /* The status file: --status FILE, else StateSaveLocation's. */

@@ -125,7 +125,8 @@ def mm_status(cluster):
     d = json.loads(r.stdout)
     hdr = {k: str(v) for k, v in d["header"].items()}
     nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
-                         "misses": str(n["misses"])} for n in d["nodes"]}
+                         "misses": str(n["misses"]),
+                         "rejected": n.get("rejected", {})} for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
                                "nodes": j["nodes"]},
                               **({"policy": j["policy"]} if j["policy"] else {}))

@@ -107,7 +107,8 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.rank = mm->nnodes;
 	cfg.nodes = (const char *const *) mm->node_addrs;
 	cfg.nnodes = mm->nnodes + 1;
-	cfg.region_size = 64 * 1024;	/* the MM only sends */
+	/* the MM only sends, but for the nodes' reports (storm_report.h) */
+	cfg.region_size = 64 * 1024;
 	cfg.arity = (int) mm->conf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);
 	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */

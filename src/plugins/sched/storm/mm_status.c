@@ -14,6 +14,7 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "src/common/storm_report.h"
 #include "src/common/storm_status.h"
 
 #include "mm_status.h"
@@ -40,6 +41,31 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	snprintf(h->provider, sizeof(h->provider), "%s", mm->conf.provider);
 	h->nnodes = mm->nnodes;
 	h->quanta_per_strobe = mm->span;
+	if (mm->ctx) {
+		storm_stats_t st;
+
+		storm_ctx_stats(mm->ctx, &st);
+		h->rejected_mm = STORM_REPORT_FABRIC_REFUSED(st);
+	}
+}
+
+/* What node i last reported of the messages it refused (storm_report.h),
+ * from this MM's region, where the node managers write it. */
+static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
+{
+	const storm_node_report_t *r;
+	size_t size = 0;
+	uint8_t *region;
+
+	if (!mm->ctx || i >= STORM_REPORT_MAX_RANKS ||
+	    !(region = storm_region_ptr(mm->ctx, &size)) ||
+	    storm_report_off(i) + sizeof(*r) > size)
+		return;
+	r = (const storm_node_report_t *) (region + storm_report_off(i));
+	if (r->magic != STORM_REPORT_MAGIC || r->rank != (uint32_t) i)
+		return;
+	for (int k = 0; k < STORM_REJECT_KINDS; k++)
+		n->rejected[k] = r->rejected[k];
 }
 
 static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
@@ -53,6 +79,7 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 		 mn->drained ? "drained" : mn->live ? "live" : "unreachable");
 	n->ack_us = mn->ack_us;
 	n->misses = mn->misses;
+	fill_rejected(mm, i, n);
 }
 
 static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
