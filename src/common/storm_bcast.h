@@ -21,11 +21,7 @@
  *      STORM_BCAST_VAL(key, READY) or to a refusal code.  Meanwhile the
  *      relay receives the file straight into the mapping of its own
  *      temporary file and verifies the checksum.
- *   2. COMPARE-AND-WRITE(var == READY) over those nodes.  Each node, once
- *      it has set its variable (in steps 1 and 3), signals the relay with
- *      an empty XFER-AND-SIGNAL to STORM_BCAST_SIGNAL | key, remote event
- *      STORM_BCAST_EVENT, so the relay asks when a node has moved instead
- *      of on a timer.
+ *   2. COMPARE-AND-WRITE(var == READY) over those nodes.
  *   3. XFER-AND-SIGNAL of the file itself to offset STORM_BCAST_DATA | key:
  *      each NM's destination callback returns the mapping of the temporary
  *      file, so the chunks land in place (one copy per byte per node).  On
@@ -63,9 +59,6 @@
 #define STORM_BCAST_MANIFEST	((uint64_t) 1 << 63)
 #define STORM_BCAST_DATA	((uint64_t) 1 << 62)
 #define STORM_BCAST_GO		((uint64_t) 1 << 61)
-#define STORM_BCAST_SIGNAL	((uint64_t) 1 << 60)
-/* the relay's event: a node's variable for one of its broadcasts moved */
-#define STORM_BCAST_EVENT	42
 #define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
 #define STORM_BCAST_MAX_CRED	4096	/* srun's credential */
 /* on the fabric: srun's credential, a newline, the relay's attestation */

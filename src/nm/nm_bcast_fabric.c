@@ -24,7 +24,6 @@
 #include "src/common/storm_bcast.h"
 
 #define SWEEP_PERIOD 10		/* s */
-#define MAX_SIGNALS 64		/* signals to relays in flight */
 
 typedef enum { W_MANIFEST = 1, W_COMMIT, W_ABORT } work_kind_t;
 
@@ -57,47 +56,7 @@ static struct {
 	work_t *head, *tail;
 	mbuf_t *mbufs;
 	time_t last_sweep;
-	storm_op_t *signal[MAX_SIGNALS];	/* worker only */
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-/* Free the signals that are done (worker only). */
-static int reap_signals(void)
-{
-	int free_i = -1;
-
-	for (int i = 0; i < MAX_SIGNALS; i++) {
-		if (F.signal[i] && storm_op_test(F.signal[i], NULL) != -EAGAIN) {
-			storm_op_free(F.signal[i]);
-			F.signal[i] = NULL;
-		}
-		if (!F.signal[i] && free_i < 0)
-			free_i = i;
-	}
-	return free_i;
-}
-
-/* Tell the relay that this node's variable moved (storm_bcast.h, step 2):
- * it waits on the event instead of asking on a timer.  Best effort: the
- * relay still asks now and then, so a lost signal only delays it. */
-static void signal_relay(int root, uint64_t key)
-{
-	storm_set_t relay;
-	int i, rc;
-
-	if (root == F.nm->rank || (i = reap_signals()) < 0)
-		return;
-	storm_set_clear(&relay);
-	storm_set_add(&relay, root);
-	rc = storm_xfer_flags(F.nm->ctx, &relay, NULL, 0,
-			      STORM_BCAST_SIGNAL | key, STORM_NO_EVENT,
-			      STORM_BCAST_EVENT, STORM_XFER_ON_ARRIVAL,
-			      &F.signal[i]);
-	if (rc) {
-		F.signal[i] = NULL;
-		nm_debug("bcast: cannot signal the relay (rank %d): %s", root,
-			 storm_strerror(rc));
-	}
-}
 
 extern void nm_bcast_publish(int root, uint64_t key, int st)
 {
@@ -109,7 +68,6 @@ extern void nm_bcast_publish(int root, uint64_t key, int st)
 			 storm_strerror(rc));
 	if (st != STORM_BCAST_READY)
 		nm_bcast_wake(root, key, st);
-	signal_relay(root, key);
 }
 
 /* ------------------------------------------------ fabric callbacks */
@@ -138,13 +96,9 @@ static void *take_mbuf(int root, uint64_t offset, uint64_t len)
 static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 {
 	uint64_t key = offset & STORM_BCAST_KEY_MASK;
-	static char signal_sink;
 	void *dst;
 
 	(void) arg;
-	/* a node's signal to this relay: nothing to hold, only its event */
-	if (offset & STORM_BCAST_SIGNAL)
-		return len ? NULL : &signal_sink;
 	if (offset & (STORM_BCAST_MANIFEST | STORM_BCAST_GO))
 		return take_mbuf(root, offset, len);
 	if (!(offset & STORM_BCAST_DATA))
@@ -352,9 +306,4 @@ extern void nm_bcast_fabric_stop(nm_t *nm)
 		free(w);
 	}
 	F.head = F.tail = NULL;
-	for (int i = 0; i < MAX_SIGNALS; i++) {
-		if (F.signal[i])
-			storm_op_free(F.signal[i]);
-		F.signal[i] = NULL;
-	}
 }

@@ -602,7 +602,7 @@ static void relay_fini(nm_t *nm)
 	struct timespec ts;
 
 	pthread_mutex_lock(&R.lock);
-	R.stop = true;	/* waits in wait_state end within RELAY_ASK_MS */
+	R.stop = true;	/* waits in wait_state end within 2 ms */
 	pthread_mutex_unlock(&R.lock);
 	if (R.door_started)
 		nm_relay_door_stop();
