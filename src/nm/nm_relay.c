@@ -147,8 +147,8 @@ static void xfer_error(const storm_set_t *failed, int mrc, uint64_t key,
 	storm_set_t dead;
 	char names[1024];
 
-	unreachable(failed, &dead, key);
-	set_names(storm_set_count(&dead) ? &dead : failed, names, sizeof(names));
+	nm_relay_unreachable(failed, &dead, key);
+	nm_relay_set_names(storm_set_count(&dead) ? &dead : failed, names, sizeof(names));
 	snprintf(err, errlen, fmt, storm_set_count(failed) ? names : "?",
 		 storm_strerror(mrc));
 }
@@ -234,9 +234,9 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	int rc, mrc;
 
 	if (storm_set_count(set) &&
-	    wait_state(set, key, STORM_BCAST_READY, err, errlen))
+	    nm_relay_wait_state(set, key, STORM_BCAST_READY, err, errlen))
 		return -1;
-	t[0] = now_ms();
+	t[0] = nm_relay_now_ms();
 	if (storm_set_count(set) &&
 	    (mrc = storm_xfer_stream(R.nm->ctx, set, map, size,
 				     STORM_BCAST_DATA | key, STORM_NO_EVENT,
@@ -247,7 +247,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	}
 	rc = size ? receive_streaming(fd, map, size, op) : 0;
 	*unread = 0;
-	t[1] = now_ms();
+	t[1] = nm_relay_now_ms();
 	if (rc) {
 		snprintf(err, errlen, "srun stopped sending the file: %s",
 			 strerror(-rc));
@@ -265,14 +265,14 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	storm_xfer_supply(op, size);
 	mrc = storm_op_wait(op, -1, &failed);
 	storm_op_free(op);
-	t[2] = now_ms();
+	t[2] = nm_relay_now_ms();
 	if (mrc) {
 		xfer_error(&failed, mrc, key,
 			   "transfer failed on node(s) %s: %s; no node keeps the file",
 			   err, errlen);
 		return -1;
 	}
-	return wait_state(set, key, STORM_BCAST_DONE, err, errlen);
+	return nm_relay_wait_state(set, key, STORM_BCAST_DONE, err, errlen);
 fail:
 	if (op) {
 		storm_op_cancel(op);
@@ -364,7 +364,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	char err[2048];
 	uint64_t key = rq->key, size = 0;
 	uint8_t *map;
-	double t0 = now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
+	double t0 = nm_relay_now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	int st, rc = -1;
 	uid_t uid = (uid_t) -1;
 
@@ -400,7 +400,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	    send_manifest(&set, cred, nm_bcast_file_attest(f), key, err,
 			  sizeof(err)))
 		goto done;
-	t_man = now_ms();
+	t_man = nm_relay_now_ms();
 	if (multicast(fd, &set, key, f, map, size, t_mc, unread, err,
 		      sizeof(err)))
 		goto done;
@@ -411,10 +411,10 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 			 storm_bcast_state_str(st));
 		goto done;
 	}
-	t_end = now_ms();
+	t_end = nm_relay_now_ms();
 	if (send_go(&set, key, err, sizeof(err)))
 		goto done;
-	t_go = now_ms();
+	t_go = nm_relay_now_ms();
 	/* recv (srun to this node) and data (this node to the last one's
 	 * acknowledgement) both start at ready and overlap */
 	snprintf(msg, msglen, "relay=%s check_ms=%.3f ready_ms=%.3f recv_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
@@ -602,7 +602,7 @@ static void relay_fini(nm_t *nm)
 	struct timespec ts;
 
 	pthread_mutex_lock(&R.lock);
-	R.stop = true;	/* waits in wait_state end within 2 ms */
+	R.stop = true;	/* waits in nm_relay_wait_state end within 2 ms */
 	pthread_mutex_unlock(&R.lock);
 	if (R.door_started)
 		nm_relay_door_stop();

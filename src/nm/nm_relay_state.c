@@ -21,7 +21,7 @@ extern void nm_relay_state_init(nm_t *nm, volatile bool *stop)
 	S.stop = stop;
 }
 
-extern double now_ms(void)
+extern double nm_relay_now_ms(void)
 {
 	struct timespec ts;
 
@@ -29,20 +29,20 @@ extern double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-extern const char *node_name(int rank)
+extern const char *nm_relay_node_name(int rank)
 {
 	return rank >= 0 && rank < S.nm->nnodes ? S.nm->nodes[rank].name : "?";
 }
 
 /* Names of the ranks of a set, "node1,node5" (truncated politely). */
-extern void set_names(const storm_set_t *s, char *out, size_t len)
+extern void nm_relay_set_names(const storm_set_t *s, char *out, size_t len)
 {
 	size_t o = 0;
 
 	out[0] = '\0';
 	for (int r = storm_set_next(s, 0); r >= 0; r = storm_set_next(s, r + 1)) {
 		int k = snprintf(out + o, len - o, "%s%s", o ? "," : "",
-				 node_name(r));
+				 nm_relay_node_name(r));
 
 		if (k < 0 || (size_t) k >= len - o) {
 			if (len > 4)
@@ -80,7 +80,7 @@ static int node_state(int rank, int var, uint64_t key)
 
 /* Of the nodes a tree operation reports failed (in a chain, the whole
  * part below a node that is gone), the ones that do not answer alone. */
-extern void unreachable(const storm_set_t *failed, storm_set_t *dead,
+extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key)
 {
 	int var = storm_bcast_var(key);
@@ -113,8 +113,8 @@ static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
 	if (storm_set_count(&unr)) {
 		/* the tree reports the subtree it could not reach: ask each
 		 * node alone to name the ones really gone */
-		unreachable(set, &dead, key);
-		set_names(storm_set_count(&dead) ? &dead : &unr, names,
+		nm_relay_unreachable(set, &dead, key);
+		nm_relay_set_names(storm_set_count(&dead) ? &dead : &unr, names,
 			  sizeof(names));
 		snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
 			 names);
@@ -143,12 +143,12 @@ static int ask_each(const storm_set_t *set, uint64_t key, int want,
 			continue;
 		if (st < 0) {
 			snprintf(err, errlen, "node %s did not answer (node manager down or unreachable)",
-				 node_name(n));
+				 nm_relay_node_name(n));
 			return -1;
 		}
 		if (st >= STORM_BCAST_EPERM) {
 			int k = snprintf(err + o, errlen - o, "%snode %s: %s",
-					 o ? "; " : "", node_name(n),
+					 o ? "; " : "", nm_relay_node_name(n),
 					 storm_bcast_state_str(st));
 			if (k > 0 && (size_t) k < errlen - o)
 				o += k;
@@ -167,7 +167,7 @@ static int ask_each(const storm_set_t *set, uint64_t key, int want,
  * questions there is only time to wait for.  (Nodes signalling the relay
  * when their variable moves was tried: after the relay's link was cut and
  * restored, its next broadcast failed to reach the others, where it works
- * without the signals; see doc/notes/2026-11-25-house-in-order.md.)
+ * without the signals; the attempt is logged in doc/notes/.)
  */
 static bool pause_us(long us)
 {
@@ -182,11 +182,11 @@ static bool pause_us(long us)
  * that refused is reported at once with its reason; one that does not
  * answer, when the fabric says so; one that never gets there, at timeout.
  */
-extern int wait_state(const storm_set_t *set, uint64_t key, int want,
+extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		      char *err, size_t errlen)
 {
 	int timeout_ms = (int) (S.nm->conf.timeout_us / 1000);
-	double deadline = now_ms() + timeout_ms;
+	double deadline = nm_relay_now_ms() + timeout_ms;
 	storm_set_t pending;
 	char names[1024];
 
@@ -198,7 +198,7 @@ extern int wait_state(const storm_set_t *set, uint64_t key, int want,
 		/* Usually a node is just not there yet (the commit travels
 		 * down the tree while this runs from the serializer): ask the
 		 * set again a few times before asking each node. */
-		if (round % 8 != 7 && now_ms() < deadline) {
+		if (round % 8 != 7 && nm_relay_now_ms() < deadline) {
 			if (!pause_us(round < 8 ? 200 : 2000))
 				break;
 			continue;
@@ -207,8 +207,8 @@ extern int wait_state(const storm_set_t *set, uint64_t key, int want,
 			return -1;
 		if (!storm_set_count(&pending))
 			continue;	/* everyone got there meanwhile */
-		if (now_ms() > deadline) {
-			set_names(&pending, names, sizeof(names));
+		if (nm_relay_now_ms() > deadline) {
+			nm_relay_set_names(&pending, names, sizeof(names));
 			snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
 				 names, timeout_ms);
 			return -1;

@@ -15,17 +15,17 @@
 
 /* The node manager, and the flag that ends waits when it stops. */
 extern void nm_relay_state_init(nm_t *nm, volatile bool *stop);
-extern double now_ms(void);
-extern const char *node_name(int rank);
+extern double nm_relay_now_ms(void);
+extern const char *nm_relay_node_name(int rank);
 /* Names of the ranks of a set, "node1,node5" (truncated politely). */
-extern void set_names(const storm_set_t *s, char *out, size_t len);
+extern void nm_relay_set_names(const storm_set_t *s, char *out, size_t len);
 /* Of the nodes in failed, those that do not answer alone. */
-extern void unreachable(const storm_set_t *failed, storm_set_t *dead,
+extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key);
 /* Until every node of set reports `want`: 0, or -1 with err naming the
  * nodes that refused (with their reasons), did not answer or did not get
  * there within Timeout. */
-extern int wait_state(const storm_set_t *set, uint64_t key, int want,
+extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		      char *err, size_t errlen);
 
 #endif /* STORM_NM_RELAY_STATE_H */
