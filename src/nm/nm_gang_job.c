@@ -20,10 +20,10 @@
 
 /* Tell the watchdog whether this job is ours to release if strobes stop
  * (switched out by us, not held by Slurm). */
-static void publish(const nm_gang_job_t *j)
+static void publish(nm_gang_job_t *j)
 {
 	nm_watchdog_switched(j->job_id, j->uid,
-			     !j->held && (j->frozen || j->idle));
+			     !j->held && (j->frozen || j->idle), &j->watch_slot);
 }
 
 /* An absent job cgroup (the job is still starting here) is looked for
@@ -46,6 +46,7 @@ void nm_gang_job_init(nm_gang_job_t *j, uint32_t job_id, uint32_t uid)
 	j->uid = uid;
 	j->fd = -1;
 	j->dir_fd = -1;
+	j->watch_slot = -1;
 }
 
 bool nm_gang_job_present(const nm_gang_job_t *j)
@@ -74,7 +75,7 @@ void nm_gang_job_release(nm_gang_job_t *j)
 	j->capsteps = 0;
 	nm_cg_idle_close(j->cpu);
 	j->cpu = NULL;
-	nm_watchdog_switched(j->job_id, j->uid, false);
+	nm_watchdog_forget(j->job_id, &j->watch_slot);
 }
 
 /* The job is gone from this node (its cgroup went): forget its cgroups,
@@ -194,7 +195,7 @@ void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
 	if (!nm_gang_job_present(j) || (j->frozen == frozen && !j->stale))
 		return;
 	if (frozen && !j->held)		/* known before it is true */
-		nm_watchdog_switched(j->job_id, j->uid, true);
+		nm_watchdog_switched(j->job_id, j->uid, true, &j->watch_slot);
 	if (j->dir_fd >= 0) {
 		if (frozen && (rc = nm_gang_job_scan(j, NM_GANG_SCAN_NS))) {
 			nm_gang_job_left(j, rc);
@@ -241,7 +242,7 @@ void nm_gang_job_set_idle(nm_gang_job_t *j, bool idle, nm_gang_counts_t *c)
 		uint64_t now = mono_ns();
 
 		if (!j->held)		/* known before it is true */
-			nm_watchdog_switched(j->job_id, j->uid, true);
+			nm_watchdog_switched(j->job_id, j->uid, true, &j->watch_slot);
 		if (now - j->synced_ns > NM_GANG_SYNC_NS) {
 			nm_cg_idle_sync(j->cpu, j->how == STORM_GANG_SWITCH_FREEZE);
 			j->synced_ns = now;

@@ -50,6 +50,7 @@ typedef struct nm_gang_job {
 	uint64_t scan_ns;	/* last look for its steps (v1) */
 	bool listed;		/* in the current table */
 	uint64_t retry_ns;	/* look for its cgroup again after this */
+	int watch_slot;		/* its slot in the watchdog's page, or -1 */
 } nm_gang_job_t;
 
 /* What the switches did, for the "gang" ctl line. */

@@ -17,7 +17,9 @@
 #include "nm_cgroup.h"
 #include "nm_watchdog.h"
 
-/* More than the gang table can hold, so every job it switches fits. */
+/* A job takes a slot when it is first switched out on this node and keeps
+ * it until it leaves the table: more slots than jobs can share a node's
+ * CPUs at once. */
 #define WATCH_SLOTS 512
 
 typedef struct watch_slot {
@@ -189,40 +191,60 @@ extern void nm_watchdog_strobe(uint64_t now_ns, uint64_t failsafe_ns)
 	atomic_store(&W->last_strobe_ns, now_ns);
 }
 
-static watch_slot_t *slot_of(uint32_t job_id, bool take)
+/* The job's slot: the one *hint names when it still holds the job (a job
+ * keeps its slot until it leaves the table, so switching costs no
+ * search), else found or, with take, taken. */
+static int slot_of(uint32_t job_id, bool take, const int *hint)
 {
-	watch_slot_t *free_s = NULL;
+	int free_i = -1;
 
+	if (*hint >= 0 && *hint < WATCH_SLOTS &&
+	    atomic_load(&W->slot[*hint].job_id) == job_id)
+		return *hint;
 	for (int i = 0; i < WATCH_SLOTS; i++) {
 		uint32_t j = atomic_load(&W->slot[i].job_id);
 
 		if (j == job_id)
-			return &W->slot[i];
-		if (!j && !free_s)
-			free_s = &W->slot[i];
+			return i;
+		if (!j && free_i < 0)
+			free_i = i;
 	}
-	if (!take || !free_s)
-		return NULL;
-	atomic_store(&free_s->out, 0);
-	atomic_store(&free_s->job_id, job_id);
-	return free_s;
+	if (!take || free_i < 0)
+		return -1;
+	atomic_store(&W->slot[free_i].out, 0);
+	atomic_store(&W->slot[free_i].job_id, job_id);
+	return free_i;
 }
 
-extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out)
+extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out,
+				 int *hint)
 {
 	watch_slot_t *s;
+	int i;
 
 	if (!W || !job_id)
 		return;
-	if (!(s = slot_of(job_id, out))) {
+	if ((i = slot_of(job_id, out, hint)) < 0) {
 		if (out)
 			nm_error("watchdog: no slot for job %u: it is not watched", job_id);
+		*hint = -1;
 		return;
 	}
+	s = &W->slot[i];
 	atomic_store(&s->uid, uid);
 	atomic_store(&s->out, out ? 1 : 0);
-	if (!out)
-		atomic_store(&s->job_id, 0);
+	*hint = i;
+}
+
+extern void nm_watchdog_forget(uint32_t job_id, int *hint)
+{
+	int i;
+
+	if (W && job_id && (i = slot_of(job_id, false, hint)) >= 0) {
+		atomic_store(&W->slot[i].out, 0);
+		atomic_store(&W->slot[i].job_id, 0);
+	}
+	*hint = -1;
 }
 
 extern void nm_watchdog_stop(void)

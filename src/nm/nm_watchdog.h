@@ -27,8 +27,12 @@ extern int nm_watchdog_start(nm_t *nm);
  * applies now. */
 extern void nm_watchdog_strobe(uint64_t now_ns, uint64_t failsafe_ns);
 /* Whether the node manager has this job switched out (frozen or
- * idle-class) by itself. */
-extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out);
+ * idle-class) by itself.  *hint is the caller's memory of the job's slot
+ * (-1 at first), so that a switch does not search the page. */
+extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out,
+				 int *hint);
+/* The job left the node manager's table: its slot is free again. */
+extern void nm_watchdog_forget(uint32_t job_id, int *hint);
 /* A clean exit: the node manager thaws what it switched; the watchdog
  * goes. */
 extern void nm_watchdog_stop(void);
