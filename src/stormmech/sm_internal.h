@@ -164,6 +164,10 @@ struct sm_tx {
  * FI_EP_RDM provider has; see sm_caps.c for why there is no RMA or
  * native-atomic path. */
 int sm_xfer_start_msg(struct storm_ctx *ctx, struct storm_op *op);
+/* A send the provider took: counted, and on ctx->posted until it
+ * completes, so that closing the context frees it if it never does.
+ * Caller holds ctx->lock. */
+void sm_tx_posted(struct storm_ctx *ctx, struct sm_tx *tx);
 int sm_caw_submit_msg(struct storm_ctx *ctx, struct storm_op *op, int ser);
 
 struct sm_caw_req {

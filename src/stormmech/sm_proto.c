@@ -83,6 +83,17 @@ bool sm_cmp_eval(int cmp, uint64_t a, uint64_t b)
 	return false;
 }
 
+void sm_tx_posted(struct storm_ctx *ctx, struct sm_tx *tx)
+{
+	tx->posted = true;
+	ctx->tx_posted++;
+	tx->posted_prev = NULL;
+	tx->posted_next = ctx->posted;
+	if (ctx->posted)
+		ctx->posted->posted_prev = tx;
+	ctx->posted = tx;
+}
+
 /* Sends the provider refuses with EAGAIN wait in ctx->pend, in order, and
  * are posted again from every progress pass: a handler never blocks. */
 static int post_tx(struct storm_ctx *ctx, struct sm_tx *tx)
@@ -99,15 +110,8 @@ static int post_tx(struct storm_ctx *ctx, struct sm_tx *tx)
 	};
 	int rc = (int)fi_sendmsg(ctx->ep, &msg, FI_COMPLETION);
 
-	if (!rc) {
-		tx->posted = true;
-		ctx->tx_posted++;
-		tx->posted_prev = NULL;
-		tx->posted_next = ctx->posted;
-		if (ctx->posted)
-			ctx->posted->posted_prev = tx;
-		ctx->posted = tx;
-	}
+	if (!rc)
+		sm_tx_posted(ctx, tx);
 	return rc;
 }
 

@@ -12,8 +12,15 @@ static int rogue_send(storm_ctx_t *rg, int dest, const void *buf, size_t len)
 	tx->kind = SM_CTX_TX;
 	tx->child = -1;
 	for (int i = 0; i < 2000; i++) {
+		/* under the lock, as the library's own sends: its completion
+		 * cannot run before it is on the posted list, and close frees
+		 * it if the victim never completes it */
+		pthread_mutex_lock(&rg->lock);
 		rc = (int)fi_send(rg->ep, buf, len, NULL, rg->peer[dest],
 				  &tx->fctx);
+		if (!rc)
+			sm_tx_posted(rg, tx);
+		pthread_mutex_unlock(&rg->lock);
 		if (rc != -FI_EAGAIN)
 			break;
 		storm_progress(rg, 100);
