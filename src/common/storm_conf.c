@@ -54,6 +54,7 @@ static const key_def_t keys[] = {
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
 	{ "StrobeInterval", K_DURATION, F(strobe_interval_us), 0, 0, 60000000ULL },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
+	{ "SuspectTime", K_DURATION, F(suspect_time_us), 0, 20000, 600000000ULL },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
 	{ "BcastOverlap", K_BOOL, F(bcast_overlap), 0, 0, 0 },
@@ -106,6 +107,9 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->failsafe_us = 1000000;
 	conf->strobe_interval_auto = true;
 	conf->suspect_quanta = 50;
+	/* silent this long is dead: inside half a second with the probe
+	 * and the drain that follow (mm_faults.c) */
+	conf->suspect_time_us = 300000;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
 	conf->bcast_overlap = false;
@@ -658,7 +662,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
 		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
-		     "SuspectQuanta=%u\nTimeout=%" PRIu64 "us\n"
+		     "SuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
+		     "Timeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\nBcastArity=%u\n"
@@ -666,7 +671,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
 		     c->bcast_port_hi, c->ctl_port,
-		     c->failsafe_us, si, c->suspect_quanta, c->timeout_us,
+		     c->failsafe_us, si, c->suspect_quanta,
+		     c->suspect_time_us, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,

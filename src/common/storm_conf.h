@@ -51,6 +51,8 @@ typedef struct {
 	bool strobe_interval_auto;	/* StrobeInterval=auto (the default):
 					 * the above chosen from Timeslice */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
+	uint64_t suspect_time_us;	/* SuspectTime= silent this long: drain
+					 * (node managers beat 4 times in it) */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
 	bool bcast_overlap;		/* BcastOverlap= launch while the file
@@ -122,6 +124,17 @@ extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 #define STORM_CONF_AUTO_STROBE_FROM_US 20000ULL
 #define STORM_CONF_AUTO_STROBE_US 200000ULL
 extern uint32_t storm_conf_quanta_per_strobe(const storm_conf_t *conf);
+
+/*
+ * How often a node manager tells the Machine Manager it is alive: four
+ * times per SuspectTime, so that three lost or late heartbeats in a row
+ * never make a live node a suspect.
+ */
+#define STORM_CONF_BEATS_PER_SUSPECT 4
+static inline uint64_t storm_conf_beat_us(const storm_conf_t *conf)
+{
+	return conf->suspect_time_us / STORM_CONF_BEATS_PER_SUSPECT;
+}
 
 /* Parse "2ms", "500us", "1.5s", "300" (microseconds) into *us. */
 extern int storm_parse_duration(const char *s, uint64_t *us);

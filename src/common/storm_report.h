@@ -1,13 +1,17 @@
 /*
  * storm_report.h - what a node manager reports to the Machine Manager
- * besides its acknowledgements: the messages it refused, by kind.
+ * besides its acknowledgements: that it is alive (the heartbeat) and the
+ * messages it refused, by kind.
  *
  * Each node manager writes one storm_node_report_t with XFER-AND-SIGNAL
- * into the Machine Manager's region at storm_report_off(rank), once a
- * second and only when a count moved; the MM copies them into its status
- * file (storm_status.h), where `stormctl show` shows them.  Needs
- * storm_stats_t (stormmech.h) for STORM_REPORT_FABRIC_REFUSED.  Counts only
- * grow; a reader takes a torn report at worst one second stale.
+ * into the Machine Manager's region at storm_report_off(rank) every
+ * storm_conf_beat_us() (nm_heartbeat.c), from a real-time thread of its
+ * own, so that its silence means it is dead, stopped or cut off and not
+ * merely busy.  The MM takes a new beat as a sign of life (mm_faults.c) and
+ * copies the counts into its status file (storm_status.h), where `stormctl
+ * show` shows them.  Needs storm_stats_t (stormmech.h) for
+ * STORM_REPORT_FABRIC_REFUSED.  Counts only grow; a torn report is at worst
+ * one beat stale.
  */
 #ifndef STORM_REPORT_H
 #define STORM_REPORT_H
@@ -27,6 +31,8 @@ typedef struct storm_node_report {
 	uint32_t magic;
 	uint32_t rank;
 	uint64_t rejected[STORM_REJECT_KINDS];
+	uint64_t beat;		/* changes with every report: random start,
+				 * so a restarted node manager changes it too */
 } storm_node_report_t;
 
 /* What of libstormmech's counts is a refusal: messages that failed their

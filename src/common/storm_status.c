@@ -43,6 +43,8 @@ static const hdr_field_t hdr_fields[] = {
 	HF(nnodes, F_INT),
 	HF(quanta_per_strobe, F_U32),
 	HF(rejected_mm, F_U64),
+	HF(suspect_time_us, F_U64),
+	HF(drains, F_U64),
 };
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
@@ -94,9 +96,11 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 {
 	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
-		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		       " silent_ms=%" PRId64 "\n",
 		       n->rank, n->name, n->state, n->ack_us, n->misses,
-		       n->rejected[0], n->rejected[1], n->rejected[2]);
+		       n->rejected[0], n->rejected[1], n->rejected[2],
+		       n->silent_ms);
 }
 
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
@@ -207,13 +211,15 @@ static int grow(void **arr, int n, int *cap, size_t size)
 
 static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
-	storm_status_node_t n = { 0 };
+	storm_status_node_t n = { .silent_ms = -1 };
 
-	/* rejected= is optional: older files lack it */
+	/* rejected= and silent_ms= are optional: older files lack them */
 	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
-		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64,
+		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64
+		   " silent_ms=%" SCNd64,
 		   &n.rank, n.name, n.state, &n.ack_us, &n.misses,
-		   &n.rejected[0], &n.rejected[1], &n.rejected[2]) < 5)
+		   &n.rejected[0], &n.rejected[1], &n.rejected[2],
+		   &n.silent_ms) < 5)
 		return 0;
 	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
 		return -ENOMEM;
@@ -346,9 +352,9 @@ static void json_node(FILE *fp, const storm_status_node_t *n)
 	json_str(fp, n->state);
 	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32
 		",\"rejected\":{\"ctl\":%" PRIu64 ",\"bcast\":%" PRIu64
-		",\"fabric\":%" PRIu64 "}}",
+		",\"fabric\":%" PRIu64 "},\"silent_ms\":%" PRId64 "}",
 		n->ack_us, n->misses, n->rejected[0], n->rejected[1],
-		n->rejected[2]);
+		n->rejected[2], n->silent_ms);
 }
 
 static void json_job(FILE *fp, const storm_status_job_t *j)

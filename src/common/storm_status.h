@@ -10,7 +10,7 @@
  * The format, one record a line:
  *
  *   KEY=VALUE                      the header, the keys below, in order
- *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
+ *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC silent_ms=N
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
@@ -18,8 +18,11 @@
  * slot, never switched); RANKS is a list such as "0-3,7"; POLICY is gang,
  * flexible, local or held (suspended by Slurm).  rejected counts the
  * messages the node's manager refused on its control socket, its BcastPort
- * and the fabric (storm_report.h); older files lack it.  The header's
- * rejected_mm counts those the Machine Manager's own endpoint refused.
+ * and the fabric (storm_report.h); older files lack it.  silent_ms is how
+ * long ago the MM last heard from the node (a heartbeat or an
+ * acknowledgement), -1 if never; older files lack it.  The header's
+ * rejected_mm counts those the Machine Manager's own endpoint refused,
+ * drains the nodes it drained since it started.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -64,6 +67,8 @@ typedef struct storm_status_hdr {
 	int nnodes;
 	uint32_t quanta_per_strobe;
 	uint64_t rejected_mm;		/* fabric messages the MM refused */
+	uint64_t suspect_time_us;
+	uint64_t drains;		/* nodes drained since the MM started */
 } storm_status_hdr_t;
 
 typedef struct storm_status_node {
@@ -73,6 +78,7 @@ typedef struct storm_status_node {
 	uint64_t ack_us;		/* last one-node round trip */
 	uint32_t misses;		/* consecutive missed quanta */
 	uint64_t rejected[3];		/* ctl, bcast, fabric (storm_report.h) */
+	int64_t silent_ms;		/* since last heard; -1: never */
 } storm_status_node_t;
 
 typedef struct storm_status_job {
@@ -123,7 +129,7 @@ extern void storm_status_free(storm_status_t *st);
  * parse the file (stormctl show --json):
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
  *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
- *               "rejected": {"ctl", "bcast", "fabric"}}, ...],
+ *               "rejected": {"ctl", "bcast", "fabric"}, "silent_ms"}, ...],
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.

@@ -23,7 +23,6 @@
 #include <slurm/slurm.h>
 
 #include "nm.h"
-#include "nm_reject.h"
 #include "nm_watchdog.h"
 
 /* Exit codes the SPANK plugin reports. */
@@ -301,7 +300,6 @@ done:
 			nm_modules[nmods]->fini(nm);
 	}
 	nm_watchdog_stop();	/* after the modules thawed what they switched */
-	nm_reject_fini();
 	nm_ctl_close(nm);
 	nm_fabric_close(nm);
 	slurm_fini();

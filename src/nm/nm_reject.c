@@ -11,11 +11,8 @@
 
 static _Atomic uint64_t counted[STORM_REJECT_KINDS];
 static struct {
-	storm_node_report_t rep;	/* what the op in flight sends */
-	storm_op_t *op;
-	uint64_t sent[STORM_REJECT_KINDS];
 	uint64_t logged[STORM_REJECT_KINDS];
-	time_t last_report, last_log;
+	time_t last_log;
 } T;
 
 extern void nm_reject_count(enum storm_reject_kind kind)
@@ -41,40 +38,6 @@ static bool moved(const uint64_t a[], const uint64_t b[])
 	return memcmp(a, b, STORM_REJECT_KINDS * sizeof(uint64_t)) != 0;
 }
 
-/* The last report is done (or there is none): may the buffer change? */
-static bool report_free(void)
-{
-	if (T.op && storm_op_test(T.op, NULL) == -EAGAIN)
-		return false;
-	if (T.op)
-		storm_op_free(T.op);
-	T.op = NULL;
-	return true;
-}
-
-static void report(nm_t *nm, const uint64_t now[])
-{
-	storm_set_t mm;
-	int rc;
-
-	if (!nm->ctx || nm->rank >= STORM_REPORT_MAX_RANKS || !report_free())
-		return;
-	T.rep.magic = STORM_REPORT_MAGIC;
-	T.rep.rank = (uint32_t) nm->rank;
-	memcpy(T.rep.rejected, now, sizeof(T.rep.rejected));
-	storm_set_clear(&mm);
-	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer(nm->ctx, &mm, &T.rep, sizeof(T.rep),
-			storm_report_off(nm->rank), STORM_NO_EVENT,
-			STORM_NO_EVENT, &T.op);
-	if (rc) {
-		T.op = NULL;
-		nm_debug("report to the machine manager: %s", storm_strerror(rc));
-		return;
-	}
-	memcpy(T.sent, now, sizeof(T.sent));
-}
-
 static void summarize(const uint64_t now[])
 {
 	uint64_t d[STORM_REJECT_KINDS];
@@ -92,21 +55,11 @@ extern void nm_reject_tick(nm_t *nm)
 	uint64_t now[STORM_REJECT_KINDS];
 	time_t t = time(NULL);
 
-	if (t == T.last_report)
+	if (t - T.last_log < NM_REJECT_LOG_S)
 		return;
-	T.last_report = t;
 	nm_reject_counts(nm, now);
-	if (moved(now, T.sent))
-		report(nm, now);
-	if (t - T.last_log >= NM_REJECT_LOG_S && moved(now, T.logged)) {
+	if (moved(now, T.logged)) {
 		T.last_log = t;
 		summarize(now);
 	}
-}
-
-extern void nm_reject_fini(void)
-{
-	if (T.op)
-		storm_op_free(T.op);
-	T.op = NULL;
 }

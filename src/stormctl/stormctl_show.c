@@ -124,18 +124,26 @@ static void print_lists(const storm_status_t *st)
 		printf("%-10u %-6s %-9s %s\n", j->job_id, sl,
 		       j->policy[0] ? j->policy : "?", j->nodes);
 	}
-	printf("\n%-10s %-12s %10s %7s  %s\n", "node", "state", "ack_us", "misses",
-	       "refused: ctl bcast fabric");
-	for (int k = 0; k < st->nnodes; k++)
-		printf("%-10s %-12s %10llu %7u  %12llu %5llu %6llu\n",
+	printf("\n%-10s %-12s %10s %7s %9s  %s\n", "node", "state", "ack_us",
+	       "misses", "silent_ms", "refused: ctl bcast fabric");
+	for (int k = 0; k < st->nnodes; k++) {
+		char silent[24] = "never";
+
+		if (st->nodes[k].silent_ms >= 0)
+			snprintf(silent, sizeof(silent), "%lld",
+				 (long long) st->nodes[k].silent_ms);
+		printf("%-10s %-12s %10llu %7u %9s  %12llu %5llu %6llu\n",
 		       st->nodes[k].name, st->nodes[k].state,
 		       (unsigned long long) st->nodes[k].ack_us,
-		       st->nodes[k].misses,
+		       st->nodes[k].misses, silent,
 		       (unsigned long long) st->nodes[k].rejected[0],
 		       (unsigned long long) st->nodes[k].rejected[1],
 		       (unsigned long long) st->nodes[k].rejected[2]);
-	printf("machine manager: %llu fabric message(s) refused\n",
-	       (unsigned long long) st->hdr.rejected_mm);
+	}
+	printf("machine manager: %llu fabric message(s) refused, %llu node(s) drained since it started (SuspectTime=%llu us)\n",
+	       (unsigned long long) st->hdr.rejected_mm,
+	       (unsigned long long) st->hdr.drains,
+	       (unsigned long long) st->hdr.suspect_time_us);
 }
 
 /* The status file: --status FILE, else StateSaveLocation's. */

@@ -126,7 +126,9 @@ def mm_status(cluster):
     hdr = {k: str(v) for k, v in d["header"].items()}
     nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
                          "misses": str(n["misses"]),
-                         "rejected": n.get("rejected", {})} for n in d["nodes"]}
+                         "rejected": n.get("rejected", {}),
+                         "silent_ms": str(n.get("silent_ms", -1))}
+             for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
                                "nodes": j["nodes"]},
                               **({"policy": j["policy"]} if j["policy"] else {}))

@@ -115,6 +115,8 @@ static const struct {
 	{ "Policy=roundrobin\n", "storm.conf:1", "Policy" },
 	{ "FailSafe=10us\n", "storm.conf:1", "FailSafe" },
 	{ "SuspectQuanta=0\n", "storm.conf:1", "SuspectQuanta" },
+	{ "SuspectTime=10ms\n", "storm.conf:1", "SuspectTime" },
+	{ "SuspectTime=11m\n", "storm.conf:1", "SuspectTime" },
 	{ "ControllerPort=80\n", "storm.conf:1", "ControllerPort" },
 	{ "ControllerPort=70000\n", "storm.conf:1", "ControllerPort" },
 	{ "Port=7100-7131 ControllerPort=7110\n", "storm.conf", "ControllerPort" },
@@ -167,6 +169,11 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
+	ck_assert_uint_eq(conf.suspect_time_us, 300000);
+	ck_assert_uint_eq(storm_conf_beat_us(&conf), 75000);
+	ck_assert_int_eq(parse("SuspectTime=1s\n"), 0);
+	ck_assert_uint_eq(conf.suspect_time_us, 1000000);
+	ck_assert_uint_eq(storm_conf_beat_us(&conf), 250000);
 }
 END_TEST
 

@@ -28,11 +28,20 @@ static void mm_log(void *arg, storm_log_level_t lvl, const char *msg)
 		debug("%s: fabric: %s", MM_PREFIX, msg);
 }
 
-/* Four quanta, at least MM_MIN_TIMEOUT_MS, at most the Timeout. */
+/*
+ * Four quanta, at least MM_MIN_TIMEOUT_MS, at most half of SuspectTime
+ * (but not below that minimum) and at most the Timeout.  A node that does
+ * not answer within half of SuspectTime is on its way to being drained
+ * anyway, and a longer wait would keep this thread from hearing the other
+ * nodes' heartbeats: at long quanta, four quanta are seconds.
+ */
 static int mm_timeout_ms(const storm_conf_t *conf)
 {
 	uint64_t t = conf->timeslice_us * 4 / 1000;
+	uint64_t half_suspect = conf->suspect_time_us / 2000;
 
+	if (t > half_suspect)
+		t = half_suspect;
 	if (t < MM_MIN_TIMEOUT_MS)
 		t = MM_MIN_TIMEOUT_MS;
 	if (t > conf->timeout_us / 1000)
@@ -107,7 +116,8 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.rank = mm->nnodes;
 	cfg.nodes = (const char *const *) mm->node_addrs;
 	cfg.nnodes = mm->nnodes + 1;
-	/* the MM only sends, but for the nodes' reports (storm_report.h) */
+	/* the MM only sends, but for the nodes' heartbeats and reports
+	 * (storm_report.h) */
 	cfg.region_size = 64 * 1024;
 	cfg.arity = (int) mm->conf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);

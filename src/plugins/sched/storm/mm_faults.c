@@ -16,6 +16,7 @@
 
 #include "mm_fabric.h"
 #include "mm_faults.h"
+#include "mm_heartbeat.h"
 
 #define MM_PROBE_DEAD_NS 1000000000ULL
 /*
@@ -64,6 +65,7 @@ extern void mm_faults_acked(mm_t *mm, int i)
 	n->failed_probes = 0;
 	n->acked_once = true;
 	n->last_ack_ns = mm_now_ns(CLOCK_MONOTONIC);
+	mm_heartbeat_heard(mm, i);
 }
 
 /* An XFER-AND-SIGNAL is all-or-nothing, so one dead node must not stop the
@@ -173,14 +175,75 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 		mm->clk.last_probe = now;
 }
 
-/* Missed SuspectQuanta acknowledgements and not drained yet. */
-static bool is_suspect(const mm_t *mm, int i)
+/* Heard once, then silent (no heartbeat, no acknowledgement) for longer
+ * than SuspectTime. */
+static bool is_silent(const mm_t *mm, int i)
 {
-	return !mm->nodes[i].drained &&
-	       mm->nodes[i].misses >= mm->conf.suspect_quanta;
+	const mm_node_t *n = &mm->nodes[i];
+
+	return n->heard_once &&
+	       n->silent_ns > mm->conf.suspect_time_us * 1000ULL;
 }
 
-extern bool mm_faults_to_drain(const mm_t *mm)
+/*
+ * No node this MM ever heard (two or more) was heard in the last half of
+ * SuspectTime, when a live one beats every quarter: then the likelier fault
+ * is on this side, the controller's link or host, and draining the whole
+ * machine would turn it into an outage of every job.  Half, not all of
+ * SuspectTime: nodes fall silent at different points of their beat, and
+ * the first must not be drained before the last is found silent too.
+ * Such nodes still fail open on their own (FailSafe), and a node out of
+ * the strobe set is still drained after SuspectQuanta quanta.  True while
+ * it lasts, and once more when a node is heard again: then the silence of
+ * every node is forgiven, since the others' heartbeats may be a moment
+ * behind the first one's (a node really dead is drained SuspectTime
+ * later).
+ */
+static bool nobody_heard(mm_t *mm)
+{
+	uint64_t half = mm->conf.suspect_time_us * 1000ULL / 2;
+	int heard = 0, recent = 0;
+
+	for (int i = 0; i < mm->nnodes; i++) {
+		if (!mm->nodes[i].heard_once)
+			continue;
+		heard++;
+		recent += mm->nodes[i].silent_ns < half;
+	}
+	if (heard >= 2 && !recent) {
+		if (!mm->clk.all_silent)
+			error("%s: no node manager heard for over half of SuspectTime=%" PRIu64 "us; draining none: the controller's host or link is the likelier fault",
+			      MM_PREFIX, mm->conf.suspect_time_us);
+		mm->clk.all_silent = true;
+		return true;
+	}
+	if (!mm->clk.all_silent)
+		return false;
+	info("%s: node managers heard again; their silence is forgiven",
+	     MM_PREFIX);
+	for (int i = 0; i < mm->nnodes; i++)
+		mm->nodes[i].silent_ns = 0;
+	mm->clk.all_silent = false;
+	return true;
+}
+
+/* Missed SuspectQuanta acknowledgements in a row (once it acknowledged
+ * this MM, or after MM_START_GRACE_NS), or silent for SuspectTime (unless
+ * nobody is heard: see nobody_heard()); not drained yet. */
+static bool is_suspect(mm_t *mm, int i)
+{
+	const mm_node_t *n = &mm->nodes[i];
+
+	if (n->drained)
+		return false;
+	if (n->misses >= mm->conf.suspect_quanta &&
+	    (n->acked_once ||
+	     mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns >= MM_START_GRACE_NS))
+		return true;
+	return is_silent(mm, i) && !nobody_heard(mm);
+}
+
+extern bool mm_faults_to_drain(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++)
 		if (is_suspect(mm, i))
@@ -188,16 +251,25 @@ extern bool mm_faults_to_drain(const mm_t *mm)
 	return false;
 }
 
+static char *drain_reason(const mm_t *mm, int i)
+{
+	const mm_node_t *n = &mm->nodes[i];
+
+	if (!is_silent(mm, i))
+		return xstrdup_printf("STORM: node manager missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
+				      n->misses, mm->conf.suspect_quanta,
+				      mm->conf.timeslice_us);
+	return xstrdup_printf("STORM: node manager silent for %" PRIu64 " ms: missed its heartbeats and strobe acknowledgements (SuspectTime=%" PRIu64 "us)",
+			      n->silent_ns / 1000000, mm->conf.suspect_time_us);
+}
+
 static void drain_one(mm_t *mm, int i)
 {
 	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
 					.node = WRITE_LOCK, .fed = READ_LOCK };
-	char *reason;
+	char *reason = drain_reason(mm, i);
 	int rc;
 
-	reason = xstrdup_printf("STORM: node manager missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
-				mm->nodes[i].misses, mm->conf.suspect_quanta,
-				mm->conf.timeslice_us);
 	lock_slurmctld(node_write);
 	rc = drain_nodes(mm->node_names[i], reason, slurm_conf.slurm_user_id);
 	unlock_slurmctld(node_write);
@@ -205,6 +277,7 @@ static void drain_one(mm_t *mm, int i)
 		info("%s: drained %s: %s", MM_PREFIX, mm->node_names[i],
 		     reason);
 		mm->nodes[i].drained = true;
+		mm->stats.drains++;
 	} else {
 		error("%s: cannot drain %s: %s", MM_PREFIX,
 		      mm->node_names[i], slurm_strerror(rc));
@@ -212,16 +285,20 @@ static void drain_one(mm_t *mm, int i)
 	xfree(reason);
 }
 
-/* A node that answered this MM and stops is drained after SuspectQuanta
- * quanta; one that never answered only after MM_START_GRACE_NS. */
+/*
+ * A node that answered this MM and stops is drained after SuspectTime of
+ * silence or SuspectQuanta missed quanta, whichever comes first
+ * (is_suspect()).  A silent node also leaves the strobe set, so that no
+ * strobe waits for it; it comes back when it answers a probe
+ * (mm_faults_watch_dead()).
+ */
 extern void mm_faults_drain(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++) {
 		if (!is_suspect(mm, i))
 			continue;
-		if (!mm->nodes[i].acked_once &&
-		    mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns < MM_START_GRACE_NS)
-			continue;
+		if (is_silent(mm, i))
+			mm->nodes[i].live = false;
 		drain_one(mm, i);
 	}
 }

@@ -1,7 +1,9 @@
 /*
  * mm_faults.h - the Machine Manager's fault detection: which node managers
  * acknowledge, which are suspects, which are out of the strobe set, and
- * draining in Slurm those that miss SuspectQuanta quanta in a row.
+ * draining in Slurm those that miss SuspectQuanta quanta in a row or are
+ * silent (no heartbeat, no acknowledgement: mm_heartbeat.h) for
+ * SuspectTime.
  */
 #ifndef STORM_MM_FAULTS_H
 #define STORM_MM_FAULTS_H
@@ -29,8 +31,9 @@ extern void mm_faults_confirm(mm_t *mm);
  * whether they answer again (a restarted node manager). */
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now);
 /* A node mm_faults_drain() would drain now (it takes slurmctld's locks). */
-extern bool mm_faults_to_drain(const mm_t *mm);
-/* Drain in Slurm the nodes that missed SuspectQuanta quanta. */
+extern bool mm_faults_to_drain(mm_t *mm);
+/* Drain in Slurm the nodes that missed SuspectQuanta quanta or were
+ * silent for SuspectTime. */
 extern void mm_faults_drain(mm_t *mm);
 /* One live node's acknowledgement latency, round robin. */
 extern void mm_faults_probe_latency(mm_t *mm);

@@ -12,7 +12,11 @@
  *      over the live nodes; a node that does not confirm is a suspect, and
  *      SuspectQuanta misses in a row drain it in Slurm with a reason
  *      (mm_faults.c).  A heartbeat is not confirmed: its acknowledgements
- *      answer it (MM_IDLE_ACK_PROBE_NS);
+ *      answer it (MM_IDLE_ACK_PROBE_NS).  Then it listens for the node
+ *      managers' own heartbeats (mm_heartbeat.c) and drains a node silent
+ *      for SuspectTime; it listens in its sleeps too, every eighth of
+ *      SuspectTime, so that a silent node is drained in SuspectTime
+ *      whatever the quantum and however rare the strobes;
  *   3. every ~100 ms (or every quantum when quanta are longer) rebuilds the
  *      Ousterhout matrix (mm_matrix.c) from Slurm's running jobs under
  *      slurmctld's read locks (mm_jobs.c);
@@ -44,6 +48,7 @@
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_gang.h"
+#include "mm_heartbeat.h"
 #include "mm_jobs.h"
 #include "mm_prio.h"
 #include "mm_state.h"
@@ -106,6 +111,7 @@ static bool conf_needs_rejoin(const storm_conf_t *old, const storm_conf_t *c)
 	       strcmp(old->provider, c->provider) ||
 	       old->port_lo != c->port_lo || old->port_hi != c->port_hi ||
 	       old->timeslice_us != c->timeslice_us ||
+	       old->suspect_time_us != c->suspect_time_us ||
 	       old->timeout_us != c->timeout_us;
 }
 
@@ -186,6 +192,7 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	if (!mm->table.t || *now - mm->clk.last_rebuild >= MM_REBUILD_NS ||
 	    mm_faults_to_drain(mm))
 		mm_prio_rt(mm, false);
+	mm_heartbeat_listen(mm);
 	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
 }
@@ -273,6 +280,38 @@ static void sleep_until(uint64_t ns)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/* Listen for heartbeats, and drain a node silent for SuspectTime (under
+ * slurmctld's locks, so at normal priority: see mm_prio.c). */
+static void listen_and_drain(mm_t *mm)
+{
+	mm_heartbeat_listen(mm);
+	if (!mm_faults_to_drain(mm))
+		return;
+	mm_prio_rt(mm, false);
+	mm_faults_drain(mm);
+	mm_prio_rt(mm, true);
+}
+
+/* sleep_until(), listening for heartbeats every mm_heartbeat_listen_ns()
+ * on the way; the last wake-up is at ns exactly, for the strobe. */
+static void sleep_listening(mm_t *mm, uint64_t ns)
+{
+	uint64_t every = mm_heartbeat_listen_ns(mm);
+
+	for (;;) {
+		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+
+		if (now >= ns)
+			return;
+		if (ns - now <= every) {
+			sleep_until(ns);
+			return;
+		}
+		sleep_until(now + every);
+		listen_and_drain(mm);
+	}
+}
+
 /* A job ended between boundaries: the new table went out, and the rest of
  * the span is strobed again from the quantum running now. */
 static void strobe_rest_of_span(mm_t *mm)
@@ -345,10 +384,10 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 		if (now >= mm->clk.next)
 			return;
 		if (mm->clk.next - now <= MM_REBUILD_NS) {
-			sleep_until(mm->clk.next);
+			sleep_listening(mm, mm->clk.next);
 			return;
 		}
-		sleep_until(now + MM_REBUILD_NS);
+		sleep_listening(mm, now + MM_REBUILD_NS);
 		if (sleep_tick(mm))
 			return;
 	}

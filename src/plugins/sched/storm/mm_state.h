@@ -25,6 +25,11 @@ typedef struct mm_node {
 	uint32_t misses;	/* consecutive quanta without an ack */
 	uint64_t ack_us;	/* last one-node COMPARE-AND-WRITE round trip */
 	uint64_t last_ack_ns;
+	/* Heard: a new heartbeat or an acknowledgement (mm_faults.c). */
+	bool heard_once;
+	uint64_t beat_seen;	/* the last heartbeat's value */
+	uint64_t silent_ns;	/* silence counted since last heard */
+	uint64_t last_heard_ns;
 } mm_node_t;
 
 /* Moving averages and counters, for the status file. */
@@ -32,12 +37,15 @@ typedef struct mm_stats {
 	uint64_t strobe_us, caw_us, period_us;
 	uint64_t late;			/* strobes applied late */
 	uint64_t confirm_timeouts;
+	uint64_t drains;		/* nodes this MM drained */
 } mm_stats_t;
 
 /* When each periodic step last ran (CLOCK_MONOTONIC ns). */
 typedef struct mm_clock {
 	uint64_t next;			/* the next quantum boundary */
 	uint64_t last_rebuild, last_status, last_probe, last_ack_probe;
+	uint64_t last_listen;		/* for the nodes' heartbeats */
+	bool all_silent;		/* logged: every node silent at once */
 	uint64_t last_start;		/* of the last strobe */
 	uint32_t last_span;
 	bool last_switching;		/* more than one slot then */

@@ -17,6 +17,7 @@
 #include "src/common/storm_report.h"
 #include "src/common/storm_status.h"
 
+#include "mm_heartbeat.h"
 #include "mm_status.h"
 
 static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
@@ -41,6 +42,8 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	snprintf(h->provider, sizeof(h->provider), "%s", mm->conf.provider);
 	h->nnodes = mm->nnodes;
 	h->quanta_per_strobe = mm->span;
+	h->suspect_time_us = mm->conf.suspect_time_us;
+	h->drains = mm->stats.drains;
 	if (mm->ctx) {
 		storm_stats_t st;
 
@@ -49,20 +52,12 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	}
 }
 
-/* What node i last reported of the messages it refused (storm_report.h),
- * from this MM's region, where the node managers write it. */
+/* What node i last reported of the messages it refused (storm_report.h). */
 static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
 {
-	const storm_node_report_t *r;
-	size_t size = 0;
-	uint8_t *region;
+	const storm_node_report_t *r = mm_heartbeat_report(mm, i);
 
-	if (!mm->ctx || i >= STORM_REPORT_MAX_RANKS ||
-	    !(region = storm_region_ptr(mm->ctx, &size)) ||
-	    storm_report_off(i) + sizeof(*r) > size)
-		return;
-	r = (const storm_node_report_t *) (region + storm_report_off(i));
-	if (r->magic != STORM_REPORT_MAGIC || r->rank != (uint32_t) i)
+	if (!r)
 		return;
 	for (int k = 0; k < STORM_REJECT_KINDS; k++)
 		n->rejected[k] = r->rejected[k];
@@ -79,6 +74,9 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 		 mn->drained ? "drained" : mn->live ? "live" : "unreachable");
 	n->ack_us = mn->ack_us;
 	n->misses = mn->misses;
+	n->silent_ms = mn->heard_once ?
+		       (int64_t) ((mm_now_ns(CLOCK_MONOTONIC) -
+				   mn->last_heard_ns) / 1000000) : -1;
 	fill_rejected(mm, i, n);
 }
 

@@ -1,0 +1,112 @@
+"""A silent node manager is drained after SuspectTime whatever the quantum
+and however rare the strobes: each node manager sends the Machine Manager a
+heartbeat four times per SuspectTime from a real-time thread of its own,
+and the Machine Manager listens for them between strobes too.  When every
+node manager falls silent at once, the fault is more likely the
+controller's, and none is drained."""
+import contextlib
+import os
+import signal
+import time
+
+import pytest
+
+import storm_gang as g
+from test_0203_gang_faults import _drained_by_storm, resumed_on_exit
+
+NODES = ["node1", "node2", "node3"]
+SUSPECT_MS = 300
+
+# Strobes far apart: every 5 s (long quanta), or one per 400 ms covering
+# 200 quanta of 2 ms (StrobeInterval).  Neither could drain a node in
+# SuspectTime by counting missed strobes.
+CONFS = {
+    "long": "Timeslice=5s\nFailSafe=12s\nSuspectQuanta=50\nSuspectTime=%dms\n" % SUSPECT_MS,
+    "interval": ("Timeslice=2ms\nStrobeInterval=400ms\nFailSafe=1s\n"
+                 "SuspectQuanta=50\nSuspectTime=%dms\n" % SUSPECT_MS),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CONFS))
+def silent3(request, make_gang_cluster):
+    return make_gang_cluster("gangsilent-" + request.param, 3, CONFS[request.param])
+
+
+def _nm_pid(c, node):
+    return int(dict(w.split("=", 1) for w in
+                    g.nm_request(c, node, "ping")[3:].split())["pid"])
+
+
+@contextlib.contextmanager
+def _stopped(*pids):
+    for p in pids:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for p in pids:
+            os.kill(p, signal.SIGCONT)
+
+
+def _answering(c, node):
+    hdr, nodes, _ = g.mm_status(c)
+    n = nodes.get(node, {})
+    return n.get("state") == "live" and int(n.get("silent_ms", "-1")) >= 0 \
+        and int(n["silent_ms"]) < SUSPECT_MS
+
+
+def test_heartbeats_heard_between_strobes(silent3):
+    c = silent3
+    c.wait_idle(timeout=120)
+    g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
+               "every node heard within SuspectTime")
+    hdr, _, _ = g.mm_status(c)
+    assert hdr["suspect_time_us"] == str(SUSPECT_MS * 1000)
+    for n in NODES:
+        log = open(c.path("log", "storm-nm-%s.log" % n)).read()
+        assert "heartbeat: to the machine manager every %d us" % (
+            SUSPECT_MS * 1000 // 4) in log
+
+
+def test_stopped_node_manager_drained_for_its_silence(silent3):
+    c = silent3
+    victim = "node2"
+    c.wait_idle(timeout=120)
+    with g.running_pair(c, NODES, ("sa", "sb"), timeout=90, idle_timeout=120), \
+            resumed_on_exit(c, victim):
+        drains = int(g.mm_status(c)[0]["drains"])
+        with _stopped(_nm_pid(c, victim)):
+            stopped = time.monotonic()
+            info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
+                              "%s drained" % victim)
+            print("stopped NM drained after %.2f s (scontrol's view)"
+                  % (time.monotonic() - stopped))
+        # the reason is the silence, not missed strobes
+        assert "silent for" in info and "SuspectTime=%dus" % (SUSPECT_MS * 1000) in info, info
+        g.wait_for(lambda: int(g.mm_status(c)[0]["drains"]) == drains + 1, 10,
+                   "the MM's drain count")
+        # others were not drained
+        for n in NODES:
+            if n != victim:
+                assert not _drained_by_storm(c, n), n
+        # awake again: heard, back in the strobe set
+        g.wait_for(lambda: _answering(c, victim), 30, "%s heard again" % victim)
+
+
+def test_every_node_silent_drains_none(silent3):
+    c = silent3
+    c.wait_idle(timeout=120)
+    g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
+               "every node heard")
+    log = c.path("log", "slurmctld.log")
+    start = os.path.getsize(log)
+    with _stopped(*[_nm_pid(c, n) for n in NODES]):
+        time.sleep(SUSPECT_MS * 5 / 1000.0)
+    g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
+               "every node heard again")
+    with open(log) as f:
+        f.seek(start)
+        text = f.read()
+    assert "draining none" in text, text[-2000:]
+    for n in NODES:
+        assert not _drained_by_storm(c, n), n
