@@ -271,6 +271,9 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 		load_table(s->table_gen);
 	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
 	G.last = *s;
+	G.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
+					   s->quantum_us * 1000ULL : 0;
+	G.counts.failsafe_ns = failsafe_ns();
 	nm_failsafe_strobe(&G.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
 	nm_watchdog_strobe(G.failsafe.last_strobe_ns, failsafe_ns());
 	G.nstrobes++;
@@ -416,17 +419,20 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)
 {
 	int nfrozen = 0, nidle_now = 0, nbatch_idle = 0, o;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), oldest = 0;
 
 	pthread_mutex_lock(&G.lock);
 	for (int i = 0; i < G.njobs; i++) {
 		bool whole = G.jobs[i].how == STORM_GANG_SWITCH_IDLE;
 
 		nfrozen += G.jobs[i].frozen;
+		if (G.jobs[i].frozen && now - G.jobs[i].frozen_ns > oldest)
+			oldest = now - G.jobs[i].frozen_ns;
 		nidle_now += G.jobs[i].idle && whole;
 		nbatch_idle += G.jobs[i].idle && !whole;
 	}
 	o = snprintf(out, outlen,
-		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu",
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu freezes_long=%llu freeze_max_us=%llu freezes_over_failsafe=%llu frozen_oldest_ms=%llu",
 		     (unsigned long long) G.last.epoch, G.last.slot,
 		     (unsigned long long) G.table_gen,
 		     (unsigned long long) G.last.quantum_us, nm_cg_version(),
@@ -439,7 +445,11 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     G.failsafe.open ? "open" : "no",
 		     (unsigned long long) G.failsafe.nevents,
 		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
-					    G.failsafe.last_strobe_ns) / 1000000));
+					    G.failsafe.last_strobe_ns) / 1000000),
+		     (unsigned long long) G.counts.freezes_long,
+		     (unsigned long long) (G.counts.freeze_max_ns / 1000),
+		     (unsigned long long) G.counts.freezes_over_failsafe,
+		     (unsigned long long) (oldest / 1000000));
 	for (int i = 0; i < G.njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s",
 			      G.jobs[i].job_id, nm_gang_job_state(&G.jobs[i]),

@@ -185,6 +185,22 @@ void nm_gang_job_open(nm_gang_job_t *j, uint64_t now)
 		j->retry_ns = now + NM_GANG_RETRY_NS;
 }
 
+static void count_thaw(const nm_gang_job_t *j, nm_gang_counts_t *c)
+{
+	uint64_t d = mono_ns() - j->frozen_ns;
+	/* the schedule may have changed while it was frozen: the longer of
+	 * the two is what the job could be kept out for */
+	uint64_t bound = j->frozen_long_ns > c->long_ns ? j->frozen_long_ns :
+							   c->long_ns;
+
+	if (d > c->freeze_max_ns)
+		c->freeze_max_ns = d;
+	if (bound && d > bound)
+		c->freezes_long++;
+	if (c->failsafe_ns && d > c->failsafe_ns)
+		c->freezes_over_failsafe++;
+}
+
 /* Freeze or thaw one job: v1 its steps, v2 the job level.  A vanished
  * cgroup means the job (v2), or one of its steps (v1), ended here. */
 void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
@@ -218,6 +234,12 @@ void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
 		nm_gang_job_left(j, rc);
 		return;
 	}
+	if (frozen && !j->frozen) {
+		j->frozen_ns = mono_ns();
+		j->frozen_long_ns = c->long_ns;
+	}
+	else if (!frozen && j->frozen)
+		count_thaw(j, c);
 	j->frozen = frozen;
 	j->stale = false;
 	publish(j);

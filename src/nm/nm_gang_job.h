@@ -40,6 +40,8 @@ typedef struct nm_gang_job {
 	int nsteps, capsteps;
 	bool batch;		/* v1: its batch step is on this node */
 	bool frozen;		/* switched out by us (frozen steps) */
+	uint64_t frozen_ns;	/* since when (CLOCK_MONOTONIC) */
+	uint64_t frozen_long_ns;	/* the counts' long_ns then */
 	bool stale;		/* frozen may not be true: write it next time */
 	nm_cg_idle_t *cpu;	/* its cpu.idle (flexible; gang: the batch
 				 * step's), NULL if none */
@@ -53,9 +55,15 @@ typedef struct nm_gang_job {
 	int watch_slot;		/* its slot in the watchdog's page, or -1 */
 } nm_gang_job_t;
 
-/* What the switches did, for the "gang" ctl line. */
+/* What the switches did, for the "gang" ctl line.  A freeze is long when
+ * it lasted over long_ns, twice what the schedule in force keeps a job
+ * out ((slots - 1) quanta; nm_gang.c sets it): a late strobe or a slow
+ * thaw.  One that lasted over failsafe_ns broke the promise that no job
+ * stays frozen longer than FailSafe without strobes. */
 typedef struct nm_gang_counts {
 	uint64_t freezes, thaws, idles;
+	uint64_t long_ns, freezes_long, freeze_max_ns;
+	uint64_t failsafe_ns, freezes_over_failsafe;
 } nm_gang_counts_t;
 
 /* A job not opened yet: no cgroup, not switched. */
