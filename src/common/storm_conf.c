@@ -109,7 +109,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->suspect_quanta = 50;
 	/* silent this long is dead: inside half a second with the probe
 	 * and the drain that follow (mm_faults.c) */
-	conf->suspect_time_us = 300000;
+	conf->suspect_time_us = 250000;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
 	conf->bcast_overlap = false;

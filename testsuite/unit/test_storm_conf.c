@@ -169,8 +169,8 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
-	ck_assert_uint_eq(conf.suspect_time_us, 300000);
-	ck_assert_uint_eq(storm_conf_beat_us(&conf), 75000);
+	ck_assert_uint_eq(conf.suspect_time_us, 250000);
+	ck_assert_uint_eq(storm_conf_beat_us(&conf), 62500);
 	ck_assert_int_eq(parse("SuspectTime=1s\n"), 0);
 	ck_assert_uint_eq(conf.suspect_time_us, 1000000);
 	ck_assert_uint_eq(storm_conf_beat_us(&conf), 250000);

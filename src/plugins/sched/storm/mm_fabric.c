@@ -138,10 +138,15 @@ extern int mm_fabric_open(mm_t *mm)
 	return 0;
 }
 
+extern bool mm_fabric_in_set(const mm_t *mm, int i)
+{
+	return mm->nodes[i].live && !mm->nodes[i].quiet;
+}
+
 extern void mm_fabric_live_set(const mm_t *mm, storm_set_t *s)
 {
 	storm_set_clear(s);
 	for (int i = 0; i < mm->nnodes; i++)
-		if (mm->nodes[i].live)
+		if (mm_fabric_in_set(mm, i))
 			storm_set_add(s, i);
 }

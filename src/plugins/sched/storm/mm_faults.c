@@ -155,7 +155,9 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 		if (mm->nodes[i].live)
 			continue;
 		mm->nodes[i].misses++;
-		if (!probe_now)
+		/* a quiet node would only make the probe wait out its
+		 * timeout: it is probed once heard again */
+		if (!probe_now || mm->nodes[i].quiet)
 			continue;
 		if (mm_faults_probe(mm, i, 0, NULL) == 1) {
 			mm->nodes[i].live = true;
@@ -268,14 +270,17 @@ static void drain_one(mm_t *mm, int i)
 	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
 					.node = WRITE_LOCK, .fed = READ_LOCK };
 	char *reason = drain_reason(mm, i);
+	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC), waited;
 	int rc;
 
 	lock_slurmctld(node_write);
+	waited = (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
 	rc = drain_nodes(mm->node_names[i], reason, slurm_conf.slurm_user_id);
 	unlock_slurmctld(node_write);
 	if (rc == SLURM_SUCCESS) {
-		info("%s: drained %s: %s", MM_PREFIX, mm->node_names[i],
-		     reason);
+		/* the wait says how much of the drain's delay was slurmctld's */
+		info("%s: drained %s: %s (after %" PRIu64 " ms for slurmctld's locks)",
+		     MM_PREFIX, mm->node_names[i], reason, waited);
 		mm->nodes[i].drained = true;
 		mm->stats.drains++;
 	} else {
@@ -309,10 +314,10 @@ extern void mm_faults_probe_latency(mm_t *mm)
 
 	for (int k = 0; k < mm->nnodes; k++) {
 		rr = (rr + 1) % mm->nnodes;
-		if (mm->nodes[rr].live)
+		if (mm_fabric_in_set(mm, rr))
 			break;
 	}
 	mm->clk.rr = rr;
-	if (mm->nodes[rr].live)
+	if (mm_fabric_in_set(mm, rr))
 		mm_faults_probe(mm, rr, 0, &mm->nodes[rr].ack_us);
 }

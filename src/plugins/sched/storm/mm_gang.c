@@ -250,7 +250,7 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 					    mm->span, q_ns) == 0 && heartbeat;
 	if (mm->last_heartbeat)
 		for (int i = 0; i < mm->nnodes; i++)
-			if (mm->nodes[i].live)
+			if (mm_fabric_in_set(mm, i))
 				mm_faults_acked(mm, i);
 	t1 = mm_now_ns(CLOCK_MONOTONIC);
 	ewma(&mm->stats.strobe_us, (t1 - t0) / 1000);
@@ -305,9 +305,11 @@ static void sleep_listening(mm_t *mm, uint64_t ns)
 			return;
 		if (ns - now <= every) {
 			sleep_until(ns);
+			mm_heartbeat_slept(mm, ns, mm_now_ns(CLOCK_MONOTONIC));
 			return;
 		}
 		sleep_until(now + every);
+		mm_heartbeat_slept(mm, now + every, mm_now_ns(CLOCK_MONOTONIC));
 		listen_and_drain(mm);
 	}
 }

@@ -20,6 +20,9 @@
 extern void mm_heartbeat_listen(mm_t *mm);
 /* Node i was heard (an acknowledgement) now. */
 extern void mm_heartbeat_heard(mm_t *mm, int i);
+/* A sleep due at due ended at woke: oversleeping by much means the host
+ * stalled, and that time is not counted as any node's silence. */
+extern void mm_heartbeat_slept(mm_t *mm, uint64_t due, uint64_t woke);
 /* How often this thread must listen while it sleeps, so that the
  * silence it counts is no coarser than an eighth of SuspectTime. */
 extern uint64_t mm_heartbeat_listen_ns(const mm_t *mm);

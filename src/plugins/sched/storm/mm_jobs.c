@@ -86,6 +86,24 @@ static bool sample_job(mm_t *mm, job_record_t *jp)
 	return changed;
 }
 
+/*
+ * A node this MM drained that Slurm no longer has drained was resumed by an
+ * administrator: it may be drained again, if it is still silent or still
+ * misses strobes.  Under slurmctld's node read lock.
+ */
+static void note_resumed(mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes && i < node_record_count; i++) {
+		node_record_t *nr = node_record_table_ptr[i];
+
+		if (!mm->nodes[i].drained || !nr || IS_NODE_DRAIN(nr))
+			continue;
+		mm->nodes[i].drained = false;
+		info("%s: %s was resumed; it is drained again if it still does not answer",
+		     MM_PREFIX, mm->node_names[i]);
+	}
+}
+
 /* Walk Slurm's job list under its read locks; true if anything changed. */
 static bool sample_jobs(mm_t *mm)
 {
@@ -94,6 +112,7 @@ static bool sample_jobs(mm_t *mm)
 	bool changed = false;
 
 	lock_slurmctld(job_read);
+	note_resumed(mm);
 	if (job_list) {
 		ListIterator it = list_iterator_create(job_list);
 		job_record_t *jp;

@@ -29,6 +29,8 @@ typedef struct mm_node {
 	bool heard_once;
 	uint64_t beat_seen;	/* the last heartbeat's value */
 	uint64_t silent_ns;	/* silence counted since last heard */
+	bool quiet;		/* silent over half of SuspectTime: left out
+				 * of every operation until heard again */
 	uint64_t last_heard_ns;
 } mm_node_t;
 
@@ -45,6 +47,7 @@ typedef struct mm_clock {
 	uint64_t next;			/* the next quantum boundary */
 	uint64_t last_rebuild, last_status, last_probe, last_ack_probe;
 	uint64_t last_listen;		/* for the nodes' heartbeats */
+	uint64_t stalled_ns;		/* sleeps overshot since then */
 	bool all_silent;		/* logged: every node silent at once */
 	uint64_t last_start;		/* of the last strobe */
 	uint32_t last_span;
