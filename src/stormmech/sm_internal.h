@@ -322,6 +322,10 @@ void sm_xfer_rx(struct storm_ctx *ctx, const struct sm_hdr *h,
 void sm_xfer_tx_done(struct storm_ctx *ctx, struct sm_tx *tx, int err);
 void sm_xfer_timer(struct storm_ctx *ctx, struct storm_op *op, uint64_t now);
 void sm_caw_rx(struct storm_ctx *ctx, const struct sm_hdr *h);
+/* A received message of len bytes: checked (sm_hdr_check()), then handed
+ * to its handler, and counted.  Under ctx->lock.  The one way in for
+ * everything a peer sends (and for the fabric fuzz target). */
+void sm_dispatch(struct storm_ctx *ctx, const uint8_t *buf, size_t len);
 void sm_caw_timer(struct storm_ctx *ctx, struct storm_op *op, uint64_t now);
 void sm_event_signal(struct storm_ctx *ctx, int ev);
 

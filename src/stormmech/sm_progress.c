@@ -30,9 +30,9 @@ int sm_post_rx(struct storm_ctx *ctx, struct sm_rx *rx)
 	return rc;
 }
 
-static void dispatch(struct storm_ctx *ctx, struct sm_rx *rx, size_t len)
+void sm_dispatch(struct storm_ctx *ctx, const uint8_t *buf, size_t len)
 {
-	const struct sm_hdr *h = (const struct sm_hdr *)rx->buf;
+	const struct sm_hdr *h = (const struct sm_hdr *)buf;
 
 	if (sm_hdr_check(ctx, h, len)) {
 		ctx->st.rx_dropped++;
@@ -42,7 +42,7 @@ static void dispatch(struct storm_ctx *ctx, struct sm_rx *rx, size_t len)
 			  ctx->st.rx_bad_sender + ctx->st.rx_stale;
 	switch (h->type) {
 	case SM_DATA: case SM_ACK: case SM_COMMIT: case SM_ABORT:
-		sm_xfer_rx(ctx, h, rx->buf + sizeof(*h));
+		sm_xfer_rx(ctx, h, buf + sizeof(*h));
 		break;
 	default:
 		sm_caw_rx(ctx, h);
@@ -65,7 +65,7 @@ static void handle_comp(struct storm_ctx *ctx, void *opctx, size_t len, int err)
 			ctx->st.rx_errors++;
 			ctx->st.rx_dropped++;
 		} else {
-			dispatch(ctx, rx, len);
+			sm_dispatch(ctx, (const uint8_t *)rx->buf, len);
 		}
 		sm_post_rx(ctx, rx);
 	} else {
