@@ -50,6 +50,9 @@ typedef struct {
 					 * this many us of quanta (0: each) */
 	bool strobe_interval_auto;	/* StrobeInterval=auto (the default):
 					 * the above chosen from Timeslice */
+	bool switch_at_arrival;		/* SwitchAt=arrival: nodes switch when
+					 * the strobe comes, not at the instant
+					 * it announces (SwitchAt=announced) */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
