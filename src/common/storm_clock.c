@@ -75,7 +75,7 @@ extern uint64_t storm_clock_switch_at(uint64_t at_ns, uint64_t next_in_ns,
 
 extern uint64_t storm_clock_lead(uint64_t delivery_ns, uint64_t quantum_ns)
 {
-	uint64_t lead = delivery_ns + delivery_ns / 4 + 100000ULL;
+	uint64_t lead = 2 * delivery_ns + 200000ULL;
 	uint64_t max = quantum_ns / 4 * 3;
 
 	if (lead < STORM_CLOCK_LEAD_MIN_NS)

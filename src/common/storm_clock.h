@@ -76,7 +76,10 @@ extern uint64_t storm_clock_switch_at(uint64_t at_ns, uint64_t next_in_ns,
 				      uint64_t quantum_ns, uint32_t k);
 
 /* The lead to announce from the measured delivery time (the strobe's
- * round trip to its slowest node): 5/4 of it plus 100 us, bounded. */
+ * round trip to its slowest node): twice it plus 200 us, bounded.  Why so
+ * generous: a lead costs nothing but the delay of a new job table by
+ * less than a quantum, while a strobe later than its instant is a switch
+ * out of step. */
 extern uint64_t storm_clock_lead(uint64_t delivery_ns, uint64_t quantum_ns);
 
 /* A delivery time that follows rises at once and decays by 1/32 a

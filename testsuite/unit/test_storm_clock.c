@@ -156,7 +156,7 @@ END_TEST
 START_TEST(lead_follows_delivery_within_bounds)
 {
 	ck_assert_uint_eq(storm_clock_lead(0, 2 * MS), STORM_CLOCK_LEAD_MIN_NS);
-	ck_assert_uint_eq(storm_clock_lead(400 * US, 2 * MS), 600 * US);
+	ck_assert_uint_eq(storm_clock_lead(400 * US, 5 * MS), 1000 * US);
 	/* never past 3/4 of the quantum: the next strobe comes a quantum on */
 	ck_assert_uint_eq(storm_clock_lead(5 * MS, 2 * MS), 1500 * US);
 	ck_assert_uint_eq(storm_clock_lead(5 * MS, 300 * US), 225 * US);
