@@ -108,10 +108,13 @@ typedef struct storm_gang_clock_rep {
 } storm_gang_clock_rep_t;
 
 /* Replies sit in the MM's region after the node reports (storm_report.h),
- * one per rank; the MM's region is STORM_GANG_MM_REGION bytes. */
+ * one per rank below STORM_GANG_CLOCK_MAX_RANKS (the nodes above switch on
+ * arrival); the MM's region is STORM_GANG_MM_REGION bytes. */
+#define STORM_GANG_CLOCK_MAX_RANKS 1024
 #define STORM_GANG_CLOCK_REP_BASE (64u << 10)
 #define STORM_GANG_MM_REGION (STORM_GANG_CLOCK_REP_BASE + \
-			      1024u * sizeof(storm_gang_clock_rep_t))
+			      STORM_GANG_CLOCK_MAX_RANKS * \
+			      sizeof(storm_gang_clock_rep_t))
 
 static inline uint64_t storm_gang_clock_off(int rank)
 {

@@ -120,7 +120,7 @@ extern void nm_clock_reply(nm_t *nm, uint64_t late, uint32_t mode)
 	uint64_t unc = 0;
 	int rc;
 
-	if (!nm->ctx || nm->rank >= 1024 || !reply_free())
+	if (!nm->ctx || nm->rank >= STORM_GANG_CLOCK_MAX_RANKS || !reply_free())
 		return;
 	pthread_mutex_lock(&lock);
 	if (!C.pending) {

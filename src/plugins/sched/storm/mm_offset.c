@@ -38,7 +38,6 @@
 
 #define MM_OFFSET_PROBE_NS 25000000ULL
 #define MM_OFFSET_IDLE_PROBE_NS 250000000ULL
-#define MM_OFFSET_MAX_RANKS 1024
 
 typedef struct mm_offsets {
 	pthread_mutex_t lock;		/* nodes: the callback and the thread */
@@ -96,8 +95,8 @@ extern int mm_offset_open(mm_t *mm)
 	mm_offsets_t *o = xmalloc(sizeof(*o));
 
 	slurm_mutex_init(&o->lock);
-	o->nnodes = mm->nnodes < MM_OFFSET_MAX_RANKS ? mm->nnodes :
-						       MM_OFFSET_MAX_RANKS;
+	o->nnodes = mm->nnodes < STORM_GANG_CLOCK_MAX_RANKS ?
+		    mm->nnodes : STORM_GANG_CLOCK_MAX_RANKS;
 	o->nodes = xcalloc(o->nnodes + 1, sizeof(*o->nodes));
 	mm->offsets = o;
 	storm_set_recv_fn(mm->ctx, on_reply, o);
