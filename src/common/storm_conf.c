@@ -30,6 +30,7 @@ typedef enum {
 	K_STRING,
 	K_POLICY,
 	K_PORTS,
+	K_SWITCH_AT,	/* bool: arrival (true) or announced (false) */
 } key_type_t;
 
 typedef struct {
@@ -53,6 +54,7 @@ static const key_def_t keys[] = {
 	{ "ControllerPort", K_U32, F(ctl_port), 0, 1024, 65535 },
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
 	{ "StrobeInterval", K_DURATION, F(strobe_interval_us), 0, 0, 60000000ULL },
+	{ "SwitchAt", K_SWITCH_AT, F(switch_at_arrival), 0, 0, 0 },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
 	{ "SuspectTime", K_DURATION, F(suspect_time_us), 0, 20000, 600000000ULL },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
@@ -268,6 +270,15 @@ static int apply_key(storm_conf_t *conf, const key_def_t *k, const char *val,
 	case K_BOOL:
 		what = "yes or no";
 		if (parse_bool(val, (bool *) dst))
+			goto bad;
+		return 0;
+	case K_SWITCH_AT:
+		what = "announced or arrival";
+		if (!strcasecmp(val, "announced"))
+			*(bool *) dst = false;
+		else if (!strcasecmp(val, "arrival"))
+			*(bool *) dst = true;
+		else
 			goto bad;
 		return 0;
 	case K_POLICY:
@@ -662,7 +673,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
 		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
-		     "SuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
+		     "SwitchAt=%s\nSuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
 		     "Timeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
@@ -671,8 +682,9 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
 		     c->bcast_port_hi, c->ctl_port,
-		     c->failsafe_us, si, c->suspect_quanta,
-		     c->suspect_time_us, c->timeout_us,
+		     c->failsafe_us, si,
+		     c->switch_at_arrival ? "arrival" : "announced",
+		     c->suspect_quanta, c->suspect_time_us, c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,

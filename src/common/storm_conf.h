@@ -50,6 +50,9 @@ typedef struct {
 					 * this many us of quanta (0: each) */
 	bool strobe_interval_auto;	/* StrobeInterval=auto (the default):
 					 * the above chosen from Timeslice */
+	bool switch_at_arrival;		/* SwitchAt=arrival: nodes switch when
+					 * the strobe comes, not at the instant
+					 * it announces (SwitchAt=announced) */
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t suspect_time_us;	/* SuspectTime= silent this long: drain
 					 * (node managers beat 4 times in it) */

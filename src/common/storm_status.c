@@ -1,6 +1,7 @@
 /*
  * storm_status.c - the Machine Manager's status file: one table of header
- * keys serves the writer and the reader, so they cannot drift apart.
+ * keys and one of a node line's keys serve the writer, the reader and the
+ * JSON, so they cannot drift apart.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,7 +15,7 @@ typedef enum { F_U64, F_I64, F_INT, F_U32, F_STR } field_type_t;
 typedef struct {
 	const char *key;
 	field_type_t type;
-	size_t off;
+	size_t off;		/* in the header or the node struct */
 	size_t len;		/* F_STR only */
 } hdr_field_t;
 
@@ -43,11 +44,28 @@ static const hdr_field_t hdr_fields[] = {
 	HF(nnodes, F_INT),
 	HF(quanta_per_strobe, F_U32),
 	HF(rejected_mm, F_U64),
+	{ "switch_at", F_STR, offsetof(storm_status_hdr_t, switch_at),
+	  STORM_STATUS_POLICYLEN },
+	HF(lead_us, F_U64),
 	HF(suspect_time_us, F_U64),
 	HF(drains, F_U64),
 };
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
+
+#define NF(k, t) { #k, t, offsetof(storm_status_node_t, k), 0 }
+
+/* The KEY=VALUE keys that follow a node line's fixed part, in order. */
+static const hdr_field_t node_fields[] = {
+	NF(clock_offset_us, F_I64),
+	NF(clock_uncert_us, F_I64),
+	NF(late_switches, F_U64),
+	{ "switch_at", F_STR, offsetof(storm_status_node_t, switch_at),
+	  STORM_STATUS_POLICYLEN },
+	NF(silent_ms, F_I64),
+};
+
+#define NNODE_FIELDS (sizeof(node_fields) / sizeof(node_fields[0]))
 
 extern int storm_status_path(const char *dir, char *buf, size_t len)
 {
@@ -56,25 +74,28 @@ extern int storm_status_path(const char *dir, char *buf, size_t len)
 	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int fprint_field(FILE *fp, const storm_status_hdr_t *h,
-			const hdr_field_t *f)
+/* KEY=VALUE of base's field, between pre and post. */
+static int fprint_field(FILE *fp, const void *base, const hdr_field_t *f,
+			const char *pre, const char *post)
 {
-	const char *p = (const char *) h + f->off;
+	const char *p = (const char *) base + f->off;
 
 	switch (f->type) {
 	case F_U64:
-		return fprintf(fp, "%s=%" PRIu64 "\n", f->key,
-			       *(const uint64_t *) p);
+		return fprintf(fp, "%s%s=%" PRIu64 "%s", pre, f->key,
+			       *(const uint64_t *) p, post);
 	case F_I64:
-		return fprintf(fp, "%s=%" PRId64 "\n", f->key,
-			       *(const int64_t *) p);
+		return fprintf(fp, "%s%s=%" PRId64 "%s", pre, f->key,
+			       *(const int64_t *) p, post);
 	case F_INT:
-		return fprintf(fp, "%s=%d\n", f->key, *(const int *) p);
+		return fprintf(fp, "%s%s=%d%s", pre, f->key, *(const int *) p,
+			       post);
 	case F_U32:
-		return fprintf(fp, "%s=%" PRIu32 "\n", f->key,
-			       *(const uint32_t *) p);
+		return fprintf(fp, "%s%s=%" PRIu32 "%s", pre, f->key,
+			       *(const uint32_t *) p, post);
 	case F_STR:
-		return fprintf(fp, "%s=%s\n", f->key, p);
+		return fprintf(fp, "%s%s=%s%s", pre, f->key,
+			       *p ? p : "-", post);
 	}
 	return -1;
 }
@@ -84,7 +105,7 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 	int total = 0;
 
 	for (size_t i = 0; i < NFIELDS; i++) {
-		int n = fprint_field(fp, h, &hdr_fields[i]);
+		int n = fprint_field(fp, h, &hdr_fields[i], "", "\n");
 
 		if (n < 0)
 			return n;
@@ -95,12 +116,19 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 {
-	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
-		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		       " silent_ms=%" PRId64 "\n",
-		       n->rank, n->name, n->state, n->ack_us, n->misses,
-		       n->rejected[0], n->rejected[1], n->rejected[2],
-		       n->silent_ms);
+	int total = fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
+			    " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+			    n->rank, n->name, n->state, n->ack_us, n->misses,
+			    n->rejected[0], n->rejected[1], n->rejected[2]);
+
+	for (size_t i = 0; i < NNODE_FIELDS && total >= 0; i++) {
+		int k = fprint_field(fp, n, &node_fields[i], " ", "");
+
+		total = k < 0 ? k : total + k;
+	}
+	if (total >= 0 && fputc('\n', fp) != EOF)
+		total++;
+	return total;
 }
 
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
@@ -150,10 +178,9 @@ extern int storm_status_commit(FILE *fp, const char *path)
 
 /* ------------------------------------------------------------ reader */
 
-static void parse_field(storm_status_hdr_t *h, const hdr_field_t *f,
-			const char *v)
+static void parse_field(void *base, const hdr_field_t *f, const char *v)
 {
-	char *p = (char *) h + f->off;
+	char *p = (char *) base + f->off;
 
 	switch (f->type) {
 	case F_U64:
@@ -168,9 +195,32 @@ static void parse_field(storm_status_hdr_t *h, const hdr_field_t *f,
 	case F_U32:
 		*(uint32_t *) p = (uint32_t) strtoul(v, NULL, 10);
 		break;
-	case F_STR:
-		snprintf(p, f->len, "%.*s", (int) strcspn(v, "\n"), v);
+	case F_STR: {
+		/* "-" is the empty string (a node line's words) */
+		int len = (int) strcspn(v, " \n");
+
+		snprintf(p, f->len, "%.*s", len == 1 && *v == '-' ? 0 : len, v);
 		break;
+	}
+	}
+}
+
+/* The node keys after a node line's fixed part (any order, unknown keys
+ * skipped); absent ones say "no estimate". */
+static void parse_node_keys(storm_status_node_t *n, const char *line)
+{
+	n->clock_uncert_us = -1;
+	n->silent_ms = -1;
+	for (const char *w = strchr(line, ' '); w; w = strchr(w + 1, ' ')) {
+		const char *k = w + 1;
+		size_t kl = strcspn(k, "= ");
+
+		if (k[kl] != '=')
+			continue;
+		for (size_t i = 0; i < NNODE_FIELDS; i++)
+			if (strlen(node_fields[i].key) == kl &&
+			    !strncmp(k, node_fields[i].key, kl))
+				parse_field(n, &node_fields[i], k + kl + 1);
 	}
 }
 
@@ -211,16 +261,15 @@ static int grow(void **arr, int n, int *cap, size_t size)
 
 static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
-	storm_status_node_t n = { .silent_ms = -1 };
+	storm_status_node_t n = { 0 };
 
-	/* rejected= and silent_ms= are optional: older files lack them */
+	/* rejected= is optional: older files lack it */
 	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
-		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64
-		   " silent_ms=%" SCNd64,
+		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64,
 		   &n.rank, n.name, n.state, &n.ack_us, &n.misses,
-		   &n.rejected[0], &n.rejected[1], &n.rejected[2],
-		   &n.silent_ms) < 5)
+		   &n.rejected[0], &n.rejected[1], &n.rejected[2]) < 5)
 		return 0;
+	parse_node_keys(&n, line);
 	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
 		return -ENOMEM;
 	st->nodes[st->nnodes++] = n;
@@ -318,10 +367,9 @@ static void json_str(FILE *fp, const char *s)
 	fputc('"', fp);
 }
 
-static void json_field(FILE *fp, const storm_status_hdr_t *h,
-		       const hdr_field_t *f)
+static void json_field(FILE *fp, const void *base, const hdr_field_t *f)
 {
-	const char *p = (const char *) h + f->off;
+	const char *p = (const char *) base + f->off;
 
 	json_str(fp, f->key);
 	fputc(':', fp);
@@ -352,9 +400,14 @@ static void json_node(FILE *fp, const storm_status_node_t *n)
 	json_str(fp, n->state);
 	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32
 		",\"rejected\":{\"ctl\":%" PRIu64 ",\"bcast\":%" PRIu64
-		",\"fabric\":%" PRIu64 "},\"silent_ms\":%" PRId64 "}",
+		",\"fabric\":%" PRIu64 "}",
 		n->ack_us, n->misses, n->rejected[0], n->rejected[1],
-		n->rejected[2], n->silent_ms);
+		n->rejected[2]);
+	for (size_t i = 0; i < NNODE_FIELDS; i++) {
+		fputc(',', fp);
+		json_field(fp, n, &node_fields[i]);
+	}
+	fputc('}', fp);
 }
 
 static void json_job(FILE *fp, const storm_status_job_t *j)

@@ -10,7 +10,8 @@
  * The format, one record a line:
  *
  *   KEY=VALUE                      the header, the keys below, in order
- *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC silent_ms=N
+ *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
+ *        [KEY=VALUE ...]          the node keys (storm_status.c's table)
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
@@ -18,11 +19,17 @@
  * slot, never switched); RANKS is a list such as "0-3,7"; POLICY is gang,
  * flexible, local or held (suspended by Slurm).  rejected counts the
  * messages the node's manager refused on its control socket, its BcastPort
- * and the fabric (storm_report.h); older files lack it.  silent_ms is how
- * long ago the MM last heard from the node (a heartbeat or an
- * acknowledgement), -1 if never; older files lack it.  The header's
- * rejected_mm counts those the Machine Manager's own endpoint refused,
- * drains the nodes it drained since it started.
+ * and the fabric (storm_report.h); older files lack it.  The header's
+ * rejected_mm counts those the Machine Manager's own endpoint refused.
+ * The node keys are the node's clock as it last reported it: its offset
+ * to the MM and the uncertainty (us; -1: no estimate yet), the strobes it
+ * got after their announced instant (late_switches), and how it switches
+ * (switch_at: announced, arrival, fallback, or none before it replied).
+ * silent_ms is how long ago the MM last heard from the node (a heartbeat
+ * or an acknowledgement), -1 if never.  The header's switch_at is
+ * storm.conf's SwitchAt, lead_us the lead the strobes announce their
+ * instants with, suspect_time_us SuspectTime, drains the nodes the MM
+ * drained since it started.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -67,6 +74,8 @@ typedef struct storm_status_hdr {
 	int nnodes;
 	uint32_t quanta_per_strobe;
 	uint64_t rejected_mm;		/* fabric messages the MM refused */
+	char switch_at[STORM_STATUS_POLICYLEN];	/* SwitchAt */
+	uint64_t lead_us;		/* announced instants' lead */
 	uint64_t suspect_time_us;
 	uint64_t drains;		/* nodes drained since the MM started */
 } storm_status_hdr_t;
@@ -78,6 +87,11 @@ typedef struct storm_status_node {
 	uint64_t ack_us;		/* last one-node round trip */
 	uint32_t misses;		/* consecutive missed quanta */
 	uint64_t rejected[3];		/* ctl, bcast, fabric (storm_report.h) */
+	/* the node keys */
+	int64_t clock_offset_us;	/* node - MM */
+	int64_t clock_uncert_us;	/* -1: no estimate */
+	uint64_t late_switches;
+	char switch_at[STORM_STATUS_POLICYLEN];
 	int64_t silent_ms;		/* since last heard; -1: never */
 } storm_status_node_t;
 
@@ -129,7 +143,8 @@ extern void storm_status_free(storm_status_t *st);
  * parse the file (stormctl show --json):
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
  *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
- *               "rejected": {"ctl", "bcast", "fabric"}, "silent_ms"}, ...],
+ *               "rejected": {"ctl", "bcast", "fabric"}, NODE KEY: VALUE,
+ *               ...}, ...],
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.

@@ -30,14 +30,24 @@
  *
  * StrobeInterval (storm.conf): one strobe may cover several quanta
  * (nquanta > 1).  The NM then switches to slot + k itself at k quanta after
- * the strobe's next boundary, timed from the strobe's arrival by the
- * watcher thread (real-time, on an absolute CLOCK_MONOTONIC deadline).
+ * the strobe's next boundary, timed by the watcher thread (real-time, on an
+ * absolute CLOCK_MONOTONIC deadline).
  * Why: on a host where the jobs, the node managers and slurmctld share the
  * cores, a strobe costs every job the wake-ups and loopback sends of all
  * of them, while a timed switch costs one freeze and one thaw (the floor
  * testsuite/bench/gang/switch_floor.c measures).  The nodes stay in
- * step: each anchors on its own strobe arrival, so the sub-quanta keep the
- * strobe's skew plus timer jitter, and a new strobe replaces the rest.
+ * step: each anchors on the strobe's instant (below), or on its own
+ * arrival, and a new strobe replaces the rest.
+ *
+ * Announced instants (storm.conf SwitchAt=announced, the default): the
+ * strobe names the instant of its switch on the MM's clock, a lead after
+ * it was sent.  The NM converts it with its clock offset to the MM
+ * (nm_clock.c) and the watcher switches at it, so every node switches at
+ * one instant, whenever its strobe arrived, and the strobe's delivery
+ * skew drops out.  A strobe that arrives after its instant switches at
+ * once and counts as late.  While the offset is unknown or more uncertain
+ * than a quarter of the quantum, the NM switches on arrival, as with
+ * SwitchAt=arrival, and logs the change either way.
  *
  * A job Slurm suspended (scontrol suspend) is "held" in the table: the NM
  * leaves it to Slurm until it resumes (nm_gang_job_hold(), nm_gang_job.c).
@@ -61,7 +71,9 @@
 
 #include "src/common/storm_gang.h"
 #include "nm.h"
+#include "src/common/storm_clock.h"
 #include "nm_cgroup.h"
+#include "nm_clock.h"
 #include "nm_failsafe.h"
 #include "nm_watchdog.h"
 #include "nm_gang.h"
@@ -105,11 +117,16 @@ static struct gang {
 	uint64_t nstrobes, nsubs;
 	trace_t ring[NM_GANG_TRACE];
 	uint64_t ring_n;
-	/* The rest of a strobe that covers several quanta: sub_left more
-	 * switches, the next at sub_due_ns (CLOCK_MONOTONIC); the strobe
-	 * itself (its slot count and quanta) is `last`. */
-	uint32_t sub_left;
-	uint64_t sub_due_ns, sub_q_ns;
+	/* The switches the watcher times: sub_left more, the next to slot
+	 * pend_slot (switch pend_q of the strobe; 0: the strobe's own, at
+	 * its announced instant) at sub_due_ns (CLOCK_MONOTONIC); after the
+	 * own switch the next is next_gap_ns later, then one a quantum.
+	 * The strobe itself (its slot count and quanta) is `last`. */
+	uint32_t sub_left, pend_slot, pend_q;
+	uint64_t sub_due_ns, sub_q_ns, next_gap_ns;
+	uint32_t mode;			/* STORM_GANG_AT_*, of the last strobe */
+	uint64_t late;			/* strobes after their instant */
+	bool clock_due;			/* a clock reply for the watcher */
 } G;
 
 static uint64_t now_ns(clockid_t clk)
@@ -253,23 +270,88 @@ static void traced_apply(uint64_t epoch, uint32_t q, uint32_t slot,
 	*t = (trace_t) { .epoch = epoch, .q = q, .slot = slot,
 			 .sent_ns = sent_ns, .recv_ns = recv_ns };
 	t->nfrozen = apply(slot);
-	t->done_ns = now_ns(CLOCK_REALTIME);
+	t->done_ns = nm_clock_now();
 }
 
 static uint64_t failsafe_ns(void);
 
-/* A valid strobe arrived: switch to its slot and take its quanta over.
- * Called with lock held. */
+static const char *mode_str(uint32_t mode)
+{
+	switch (mode) {
+	case STORM_GANG_AT_ANNOUNCED:
+		return "announced";
+	case STORM_GANG_AT_ARRIVAL:
+		return "arrival";
+	case STORM_GANG_AT_FALLBACK:
+		return "fallback";
+	}
+	return "none";
+}
+
+/* How to take this strobe: at its instant (offset in *off) or on arrival.
+ * A change is logged.  Called with lock held. */
+static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
+{
+	uint64_t unc = 0;
+	uint32_t mode = STORM_GANG_AT_ANNOUNCED;
+	bool known = false;
+
+	*off = 0;
+	if (!s->at_ns)
+		mode = STORM_GANG_AT_ARRIVAL;
+	else if (!(known = nm_clock_estimate(off, &unc)) ||
+		 !storm_clock_usable(unc, s->quantum_us * 1000ULL))
+		mode = STORM_GANG_AT_FALLBACK;
+	if (mode == G.mode)
+		return mode;
+	if (mode == STORM_GANG_AT_ANNOUNCED)
+		nm_info("gang: switching at announced instants (clock offset %lld us, uncertainty %llu us)",
+			(long long) (*off / 1000),
+			(unsigned long long) (unc / 1000));
+	else if (mode == STORM_GANG_AT_ARRIVAL)
+		nm_info("gang: switching on arrival (SwitchAt=arrival)");
+	else if (known)
+		nm_info("gang: switching on arrival: clock offset uncertainty %llu us is above a quarter of the %llu us quantum",
+			(unsigned long long) (unc / 1000),
+			(unsigned long long) s->quantum_us);
+	else
+		nm_info("gang: switching on arrival until the clock offset to the machine manager is estimated");
+	G.mode = mode;
+	return mode;
+}
+
+/* The switches to time: the first to slot at due (CLOCK_MONOTONIC), its
+ * index in the strobe q, n of them.  Called with lock held. */
+static void arm(const storm_gang_strobe_t *s, uint32_t slot, uint32_t q,
+		uint32_t n, uint64_t due)
+{
+	G.sub_left = n;
+	G.pend_slot = slot % (s->nslots ? s->nslots : 1);
+	G.pend_q = q;
+	G.sub_due_ns = due;
+	G.sub_q_ns = s->quantum_us * 1000ULL;
+	G.next_gap_ns = s->next_in_us * 1000ULL;
+	if (n)
+		pthread_cond_signal(&G.wake);	/* a nearer deadline */
+}
+
+/* A valid strobe arrived: switch to its slot, at once or at its instant,
+ * and take its quanta over.  recv_ns is this node's clock (nm_clock_now),
+ * recv_mono CLOCK_MONOTONIC, both at arrival.  Called with lock held. */
 static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 			uint64_t recv_mono)
 {
+	uint32_t nsub = s->nquanta > 1 && s->nslots > 1 && s->quantum_us ?
+			s->nquanta - 1 : 0;
+	uint64_t at, due;
+	int64_t off;
+
 	if (s->mm_id != G.last.mm_id)
 		nm_info("gang: strobes from machine manager %llu, quantum %llu us",
 			(unsigned long long) s->mm_id,
 			(unsigned long long) s->quantum_us);
 	if (s->table_gen != G.table_gen)
 		load_table(s->table_gen);
-	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
 	G.last = *s;
 	G.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
 					   s->quantum_us * 1000ULL : 0;
@@ -277,13 +359,21 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 	nm_failsafe_strobe(&G.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
 	nm_watchdog_strobe(G.failsafe.last_strobe_ns, failsafe_ns());
 	G.nstrobes++;
-	G.sub_left = 0;
-	if (s->nquanta > 1 && s->nslots > 1 && s->quantum_us) {
-		G.sub_left = s->nquanta - 1;
-		G.sub_q_ns = s->quantum_us * 1000ULL;
-		G.sub_due_ns = recv_mono + s->next_in_us * 1000ULL;
-		pthread_cond_signal(&G.wake);	/* a nearer deadline */
+	/* nothing time-shares (a heartbeat): no instant to keep */
+	if (choose_mode(s, &off) != STORM_GANG_AT_ANNOUNCED || s->nslots <= 1) {
+		traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
+		arm(s, s->slot + 1, 1, nsub, recv_mono + s->next_in_us * 1000ULL);
+		return;
 	}
+	at = storm_clock_to_node(s->at_ns, off);
+	if (at > recv_ns) {
+		arm(s, s->slot, 0, nsub + 1, recv_mono + (at - recv_ns));
+		return;
+	}
+	G.late++;
+	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
+	due = recv_mono - (recv_ns - at < recv_mono ? recv_ns - at : 0);
+	arm(s, s->slot + 1, 1, nsub, due + s->next_in_us * 1000ULL);
 }
 
 /*
@@ -298,14 +388,27 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 		      void *dst)
 {
-	uint64_t recv_ns = now_ns(CLOCK_REALTIME);
+	uint64_t recv_ns = nm_clock_now();
 	uint64_t recv_mono = now_ns(CLOCK_MONOTONIC);
 	storm_gang_strobe_t s;
+	storm_gang_clock_req_t r;
 
 	(void) arg;
-	if (offset != STORM_GANG_STROBE_OFF || len != sizeof(s) ||
-	    root != G.nm->nnodes)
-		return;		/* not a strobe from the machine manager */
+	if (root != G.nm->nnodes)
+		return;		/* not from the machine manager */
+	if (offset == STORM_GANG_CLOCK_OFF && len == sizeof(r)) {
+		memcpy(&r, dst, sizeof(r));
+		if (nm_clock_request(G.nm, &r, recv_ns)) {
+			/* answered by the watcher: no storm_* call here */
+			pthread_mutex_lock(&G.lock);
+			G.clock_due = true;
+			pthread_cond_signal(&G.wake);
+			pthread_mutex_unlock(&G.lock);
+		}
+		return;
+	}
+	if (offset != STORM_GANG_STROBE_OFF || len != sizeof(s))
+		return;		/* not a strobe */
 	memcpy(&s, dst, sizeof(s));
 	if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check)
 		return;
@@ -365,24 +468,34 @@ static bool scan_frozen_jobs(void)
 	return any;
 }
 
-/* The strobe's next quantum, if it is due: the slot after the last one.
- * A late thread (more than a quantum) jumps to the slot the other nodes
- * are in.  Called with lock held. */
+/* The next timed switch, if it is due: the strobe's own at its instant,
+ * or the slot after the last one.  A late thread (more than a quantum)
+ * jumps to the slot the other nodes are in; the strobe's own switch is
+ * never skipped (it may bring a new table).  Called with lock held. */
 static void sub_switch(uint64_t now)
 {
-	uint32_t k;
+	uint32_t k = 0, q, slot, nslots = G.last.nslots ? G.last.nslots : 1;
 
 	if (!G.sub_left || now < G.sub_due_ns)
 		return;
-	k = 1 + (uint32_t) ((now - G.sub_due_ns) / G.sub_q_ns);
-	if (k > G.sub_left)
-		k = G.sub_left;
-	G.last.slot = (G.last.slot + k) % G.last.nslots;
-	G.sub_left -= k;
-	G.sub_due_ns += (uint64_t) k * G.sub_q_ns;
-	traced_apply(G.last.epoch, G.last.nquanta - 1 - G.sub_left, G.last.slot,
-		     G.last.sent_ns, now_ns(CLOCK_REALTIME));
-	G.nsubs++;
+	if (G.pend_q == 0) {
+		G.sub_due_ns += G.next_gap_ns;
+	} else {
+		if (G.sub_q_ns)
+			k = (uint32_t) ((now - G.sub_due_ns) / G.sub_q_ns);
+		if (k >= G.sub_left)
+			k = G.sub_left - 1;
+		G.sub_due_ns += (uint64_t) (k + 1) * G.sub_q_ns;
+	}
+	slot = (G.pend_slot + k) % nslots;
+	q = G.pend_q + k;
+	G.sub_left -= k + 1;
+	G.pend_slot = (slot + 1) % nslots;
+	G.pend_q = q + 1;
+	G.last.slot = slot;
+	traced_apply(G.last.epoch, q, slot, G.last.sent_ns, nm_clock_now());
+	if (q)
+		G.nsubs++;
 }
 
 /* The watcher: the timed switches of a strobe that covers several quanta,
@@ -407,6 +520,17 @@ static void *watcher_thread(void *arg)
 		if (nm_failsafe_check(&G.failsafe, now, failsafe_ns(), thaw_all,
 				      NULL))
 			G.sub_left = 0;
+		if (G.clock_due) {
+			uint64_t late = G.late;
+			uint32_t mode = G.mode;
+
+			/* storm_xfer: never under lock */
+			G.clock_due = false;
+			pthread_mutex_unlock(&G.lock);
+			nm_clock_reply(G.nm, late, mode);
+			pthread_mutex_lock(&G.lock);
+			continue;
+		}
 		next_deadline(now, scan_frozen_jobs(), &ts);
 		pthread_cond_timedwait(&G.wake, &G.lock, &ts);
 	}
@@ -420,6 +544,9 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 {
 	int nfrozen = 0, nidle_now = 0, nbatch_idle = 0, o;
 	uint64_t now = now_ns(CLOCK_MONOTONIC), oldest = 0;
+	int64_t off = 0;
+	uint64_t unc = 0;
+	bool known = nm_clock_estimate(&off, &unc);
 
 	pthread_mutex_lock(&G.lock);
 	for (int i = 0; i < G.njobs; i++) {
@@ -432,7 +559,7 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		nbatch_idle += G.jobs[i].idle && !whole;
 	}
 	o = snprintf(out, outlen,
-		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu freezes_long=%llu freeze_max_us=%llu freezes_over_failsafe=%llu frozen_oldest_ms=%llu",
+		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu freezes_long=%llu freeze_max_us=%llu freezes_over_failsafe=%llu frozen_oldest_ms=%llu switch_at=%s late_switches=%llu clock_offset_ns=%lld clock_uncert_ns=%lld",
 		     (unsigned long long) G.last.epoch, G.last.slot,
 		     (unsigned long long) G.table_gen,
 		     (unsigned long long) G.last.quantum_us, nm_cg_version(),
@@ -449,7 +576,10 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     (unsigned long long) G.counts.freezes_long,
 		     (unsigned long long) (G.counts.freeze_max_ns / 1000),
 		     (unsigned long long) G.counts.freezes_over_failsafe,
-		     (unsigned long long) (oldest / 1000000));
+		     (unsigned long long) (oldest / 1000000),
+
+		     mode_str(G.mode), (unsigned long long) G.late,
+		     (long long) off, known ? (long long) unc : -1LL);
 	for (int i = 0; i < G.njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s",
 			      G.jobs[i].job_id, nm_gang_job_state(&G.jobs[i]),
@@ -575,6 +705,7 @@ static int gang_init(nm_t *nm)
 	int rc;
 
 	G.nm = nm;
+	nm_clock_init();
 	if ((rc = init_sync()))
 		return rc;
 	if ((rc = nm_cg_init(nm)))
@@ -621,6 +752,7 @@ static void gang_fini(nm_t *nm)
 		pthread_join(G.watcher, NULL);
 		G.watcher_started = false;
 	}
+	nm_clock_fini();
 	pthread_mutex_lock(&G.lock);
 	n = thaw_all(NULL);	/* fail open at exit too */
 	while (G.njobs)

@@ -55,6 +55,9 @@ static void print_header(const char *path, const storm_status_hdr_t *h)
 	       (unsigned long long) h->confirm_us,
 	       (unsigned long long) h->late_quanta,
 	       (unsigned long long) h->table_gen);
+	printf("  switches at %s, lead %llu us\n",
+	       h->switch_at[0] ? h->switch_at : "?",
+	       (unsigned long long) h->lead_us);
 	if (h->quanta_per_strobe > 1)
 		printf("  one strobe per %u quanta (StrobeInterval): the node managers time the quanta between strobes\n",
 		       h->quanta_per_strobe);
@@ -124,21 +127,27 @@ static void print_lists(const storm_status_t *st)
 		printf("%-10u %-6s %-9s %s\n", j->job_id, sl,
 		       j->policy[0] ? j->policy : "?", j->nodes);
 	}
-	printf("\n%-10s %-12s %10s %7s %9s  %s\n", "node", "state", "ack_us",
-	       "misses", "silent_ms", "refused: ctl bcast fabric");
+	printf("\n%-10s %-12s %10s %7s %9s  %-25s  %s\n", "node", "state",
+	       "ack_us", "misses", "silent_ms", "refused: ctl bcast fabric",
+	       "clock: offset_us +-uncert_us late switch_at");
 	for (int k = 0; k < st->nnodes; k++) {
-		char silent[24] = "never";
+		const storm_status_node_t *n = &st->nodes[k];
+		char unc[24] = "?", silent[24] = "never";
 
-		if (st->nodes[k].silent_ms >= 0)
+		if (n->clock_uncert_us >= 0)
+			snprintf(unc, sizeof(unc), "%lld",
+				 (long long) n->clock_uncert_us);
+		if (n->silent_ms >= 0)
 			snprintf(silent, sizeof(silent), "%lld",
-				 (long long) st->nodes[k].silent_ms);
-		printf("%-10s %-12s %10llu %7u %9s  %12llu %5llu %6llu\n",
-		       st->nodes[k].name, st->nodes[k].state,
-		       (unsigned long long) st->nodes[k].ack_us,
-		       st->nodes[k].misses, silent,
-		       (unsigned long long) st->nodes[k].rejected[0],
-		       (unsigned long long) st->nodes[k].rejected[1],
-		       (unsigned long long) st->nodes[k].rejected[2]);
+				 (long long) n->silent_ms);
+		printf("%-10s %-12s %10llu %7u %9s  %12llu %5llu %6llu  %16lld +-%-9s %4llu %s\n",
+		       n->name, n->state, (unsigned long long) n->ack_us,
+		       n->misses, silent, (unsigned long long) n->rejected[0],
+		       (unsigned long long) n->rejected[1],
+		       (unsigned long long) n->rejected[2],
+		       (long long) n->clock_offset_us, unc,
+		       (unsigned long long) n->late_switches,
+		       n->switch_at[0] ? n->switch_at : "-");
 	}
 	printf("machine manager: %llu fabric message(s) refused, %llu node(s) drained since it started (SuspectTime=%llu us)\n",
 	       (unsigned long long) st->hdr.rejected_mm,

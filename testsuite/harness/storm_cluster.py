@@ -124,6 +124,9 @@ class Cluster:
     refuses the option.  Stock srun --bcast and sbcast write there too.
     network: "loopback" or "netns" (module docstring); link_mbit: the netns
     links' rate in both directions (None: not shaped).
+    node_env: {node name: {VAR: value}} added to that node's slurmd
+    environment, which its node manager inherits (the test-only
+    STORM_NM_TEST_CLOCK_OFFSET_US, storm-nm(8)).
     """
 
     # netns mode: the same ports on every node, as on a real cluster
@@ -135,7 +138,7 @@ class Cluster:
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
                  expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory",
                  local_mb=1024, local_huge=True, network="loopback",
-                 link_mbit=None):
+                 link_mbit=None, node_env=None):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         if network not in ("loopback", "netns"):
@@ -167,6 +170,7 @@ class Cluster:
         self.node_ns = {}        # node name -> mount namespace inodes, oldest first
         self.port_base = None
         self.env = None
+        self.node_env = dict(node_env or {})
         self.net = (Network(self.dir, self.node_names(), link_mbit)
                     if network == "netns" else None)
 
@@ -361,10 +365,10 @@ class Cluster:
         """S/R on this cluster's links, or None (not shaped)."""
         return self.net.wire_ms(nbytes) if self.net else None
 
-    def _spawn(self, name, argv, host=HEAD):
+    def _spawn(self, name, argv, host=HEAD, env=None):
         out = open(self.path("log", name + ".stderr"), "ab")
         p = subprocess.Popen(self.wrap(argv, host), stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=self.env,
+                             stdin=subprocess.DEVNULL, env=env or self.env,
                              start_new_session=True)
         out.close()
         self.procs[name] = p
@@ -452,7 +456,7 @@ class Cluster:
                       self.node_local(node), self.path("local"), freezer,
                       cpu, self.conf, node))
         p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script],
-                        host=node)
+                        host=node, env=dict(self.env, **self.node_env.get(node, {})))
         # Up to 10 s: on a loaded host unshare may take long to switch, and
         # a namespace not recorded is a node whose processes stop() misses.
         def recorded_or_exited():

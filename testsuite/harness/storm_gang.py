@@ -47,6 +47,24 @@ def nm_trace(cluster, node, since=(0, 0)):
     return out
 
 
+def nm_traces(cluster, nodes, since, until):
+    """Every node's switches after strobe epoch `since` and before `until`:
+    {node: {(epoch, q): (slot, sent_ns, recv_ns, done_ns)}}, the times on
+    the node's own clock.  Read once the jobs are gone: a node manager's
+    control thread runs at ordinary priority, behind the jobs."""
+    traces = {x: {} for x in nodes}
+    for x in nodes:
+        while True:     # a reply holds ~350 switches: drain the ring
+            last = max(traces[x]) if traces[x] else (since, 0)
+            got = nm_trace(cluster, x, last)
+            for e, q, slot, sent, recv, done in got:
+                traces[x][(e, q)] = (slot, sent, recv, done)
+            if not got or got[-1][0] >= until:
+                break
+        traces[x] = {k: v for k, v in traces[x].items() if k[0] < until}
+    return traces
+
+
 def new_gang_cluster(workdir, nodes, storm_conf, partition_opts=GANG_PARTITION, **kw):
     """A cluster (not started yet) whose partition time-shares its nodes.
     kw: more storm_cluster.Cluster options (network, link_mbit)."""
@@ -124,11 +142,9 @@ def mm_status(cluster):
         return {}, {}, {}
     d = json.loads(r.stdout)
     hdr = {k: str(v) for k, v in d["header"].items()}
-    nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
-                         "misses": str(n["misses"]),
-                         "rejected": n.get("rejected", {}),
-                         "silent_ms": str(n.get("silent_ms", -1))}
-             for n in d["nodes"]}
+    nodes = {n["name"]: dict({k: str(v) for k, v in n.items()
+                              if k not in ("name", "rank", "rejected")},
+                             rejected=n.get("rejected", {})) for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
                                "nodes": j["nodes"]},
                               **({"policy": j["policy"]} if j["policy"] else {}))

@@ -129,6 +129,7 @@ static const struct {
 	{ "StrobeInterval=800ms\n", "storm.conf", "twice StrobeInterval" },
 	{ "Timeslice=1ms StrobeInterval=2s FailSafe=10s\n", "storm.conf", "at most 1000 quanta" },
 	{ "StrobeInterval=2m\n", "storm.conf:1", "StrobeInterval" },
+	{ "SwitchAt=soon\n", "storm.conf:1", "announced or arrival" },
 };
 
 START_TEST(bad_input_names_line_and_key)
@@ -174,6 +175,12 @@ START_TEST(gang_keys)
 	ck_assert_int_eq(parse("SuspectTime=1s\n"), 0);
 	ck_assert_uint_eq(conf.suspect_time_us, 1000000);
 	ck_assert_uint_eq(storm_conf_beat_us(&conf), 250000);
+	/* SwitchAt: announced instants unless told otherwise */
+	ck_assert(!conf.switch_at_arrival);
+	ck_assert_int_eq(parse("SwitchAt=arrival\n"), 0);
+	ck_assert(conf.switch_at_arrival);
+	ck_assert_int_eq(parse("SwitchAt=Announced\n"), 0);
+	ck_assert(!conf.switch_at_arrival);
 }
 END_TEST
 

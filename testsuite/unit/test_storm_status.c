@@ -36,10 +36,16 @@ static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 	n->rejected[0] = 1;
 	n->rejected[1] = 20;
 	n->rejected[2] = 300;
-	n->silent_ms = 12;
+	n->clock_offset_us = -5012;
+	n->clock_uncert_us = 87;
+	n->late_switches = 3;
+	snprintf(n->switch_at, sizeof(n->switch_at), "announced");
 	h->rejected_mm = 4;
-	h->suspect_time_us = 300000;
+	snprintf(h->switch_at, sizeof(h->switch_at), "announced");
+	h->lead_us = 650;
+	h->suspect_time_us = 250000;
 	h->drains = 5;
+	n->silent_ms = 12;
 	memset(j, 0, sizeof(*j));
 	j->job_id = 7;
 	j->slot = 1;
@@ -72,8 +78,9 @@ START_TEST(writer_format)
 	char *text = write_text();
 
 	ck_assert_ptr_nonnull(strstr(text, "version=1\nwritten=1700000000\nmm_id=0\nepoch=42\nslot=1\nnslots=2\n"));
-	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\nrejected_mm=4\nsuspect_time_us=300000\ndrains=5\n"));
-	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 silent_ms=12\n"));
+	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\nrejected_mm=4\n"));
+	ck_assert_ptr_nonnull(strstr(text, "rejected_mm=4\nswitch_at=announced\nlead_us=650\nsuspect_time_us=250000\ndrains=5\n"));
+	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 clock_offset_us=-5012 clock_uncert_us=87 late_switches=3 switch_at=announced silent_ms=12\n"));
 	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible\n"));
 	free(text);
 }
@@ -109,10 +116,12 @@ START_TEST(policy_optional_and_junk_skipped)
 					    "job 3 slot=-1 mask=0xffffffff nodes=2\n"
 					    "unknown=5\n", &st), 0);
 	ck_assert_int_eq(st.hdr.nslots, 1);
-	/* a node line of an older file: no counts */
+	/* a node line of an older file: no counts, no clock estimate */
 	ck_assert_int_eq(st.nnodes, 1);
 	ck_assert_uint_eq(st.nodes[0].rejected[1], 0);
+	ck_assert_int_eq(st.nodes[0].clock_uncert_us, -1);
 	ck_assert_int_eq(st.nodes[0].silent_ms, -1);
+	ck_assert_str_eq(st.nodes[0].switch_at, "");
 	ck_assert_int_eq(st.njobs, 1);
 	ck_assert_int_eq(st.jobs[0].slot, -1);
 	ck_assert_uint_eq(st.jobs[0].mask, 0xffffffffu);
@@ -174,7 +183,8 @@ START_TEST(json_form)
 	fclose(fp);
 	ck_assert_ptr_nonnull(strstr(buf, "{\"header\":{\"version\":1,\"written\":1700000000,"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"provider\":\"tcp;ofi_rxm\","));
-	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"silent_ms\":12}"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"clock_offset_us\":-5012,\"clock_uncert_us\":87,\"late_switches\":3,\"switch_at\":\"announced\",\"silent_ms\":12}"));
+	ck_assert_ptr_nonnull(strstr(buf, "\"switch_at\":\"announced\",\"lead_us\":650,\"suspect_time_us\":250000,\"drains\":5}"));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\"}"));
 	storm_status_free(&st);
 	free(buf);

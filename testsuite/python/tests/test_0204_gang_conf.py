@@ -25,6 +25,7 @@ BAD = [
     ("Timeslice=1ms\nStrobeInterval=5s\nFailSafe=20s\n",
      "StrobeInterval (5000000 us) may cover at most 1000 quanta"),
     ("StrobeInterval=2min\n", "bad value '2min' for key 'StrobeInterval'"),
+    ("SwitchAt=soon\n", "bad value 'soon' for key 'SwitchAt': expected announced or arrival"),
     ("ControllerPort=99\n", "ControllerPort=99 is out of range"),
     ("PartitionName=debug MaxMPL=99\n", "bad value '99' for key 'MaxMPL'"),
 ]

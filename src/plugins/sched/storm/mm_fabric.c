@@ -14,7 +14,10 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "src/common/storm_gang.h"
+
 #include "mm_fabric.h"
+#include "mm_offset.h"
 
 #define MM_MIN_TIMEOUT_MS 100
 
@@ -65,6 +68,7 @@ static void free_nodes(mm_t *mm)
 
 extern void mm_fabric_close(mm_t *mm)
 {
+	mm_offset_close(mm);
 	if (mm->ctx) {
 		storm_ctx_close(mm->ctx);
 		mm->ctx = NULL;
@@ -117,8 +121,9 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.nodes = (const char *const *) mm->node_addrs;
 	cfg.nnodes = mm->nnodes + 1;
 	/* the MM only sends, but for the nodes' heartbeats and reports
-	 * (storm_report.h) */
-	cfg.region_size = 64 * 1024;
+	 * (storm_report.h)
+	 * and their clock replies (storm_gang.h) */
+	cfg.region_size = STORM_GANG_MM_REGION;
 	cfg.arity = (int) mm->conf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);
 	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */
@@ -132,6 +137,7 @@ extern int mm_fabric_open(mm_t *mm)
 		return rc;
 	}
 	storm_set_log_fn(mm->ctx, mm_log, NULL, STORM_LOG_WARN);
+	mm_offset_open(mm);
 	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms",
 	     MM_PREFIX, mm->nnodes, host, mm->conf.ctl_port, mm->conf.provider,
 	     mm->nnodes, mm->conf.timeslice_us, cfg.timeout_ms);

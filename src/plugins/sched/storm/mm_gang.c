@@ -5,9 +5,10 @@
  * (mm_fabric.c) and every quantum, in this order:
  *
  *   1. measures one node's acknowledgement latency (a one-node
- *      COMPARE-AND-WRITE, round robin, at most every 100 ms): first in the
- *      quantum, because just after a strobe its messages would add to the
- *      switch skew on a shared host;
+ *      COMPARE-AND-WRITE, round robin, at most every 100 ms) and asks one
+ *      node for its clock (mm_offset.c, every 25 ms): first in the
+ *      quantum, because just after a strobe their messages would add to
+ *      the switch skew on a shared host;
  *   2. confirms the previous strobe: COMPARE-AND-WRITE(applied >= epoch)
  *      over the live nodes; a node that does not confirm is a suspect, and
  *      SuspectQuanta misses in a row drain it in Slurm with a reason
@@ -21,9 +22,10 @@
  *      Ousterhout matrix (mm_matrix.c) from Slurm's running jobs under
  *      slurmctld's read locks (mm_jobs.c);
  *   4. pushes the job table (XFER-AND-SIGNAL) when it changed, then
- *      multicasts the strobe {epoch, slot} (XFER-AND-SIGNAL, remote event)
- *      to the live nodes (mm_strobe.c); the strobe is also the heartbeat,
- *      so it runs even when nothing time-shares;
+ *      multicasts the strobe {epoch, slot, the instant to switch at}
+ *      (XFER-AND-SIGNAL, remote event) to the live nodes (mm_strobe.c);
+ *      the strobe is also the heartbeat, so it runs even when nothing
+ *      time-shares;
  *   5. rewrites the status file that `stormctl show` reads, once a second
  *      (mm_status.c);
  *   6. sleeps until the next quantum boundary (absolute time, so a slow
@@ -50,6 +52,7 @@
 #include "mm_gang.h"
 #include "mm_heartbeat.h"
 #include "mm_jobs.h"
+#include "mm_offset.h"
 #include "mm_prio.h"
 #include "mm_state.h"
 #include "mm_status.h"
@@ -170,6 +173,7 @@ static void step_probe_latency(mm_t *mm)
 	uint64_t every = mm->last_heartbeat ? MM_IDLE_ACK_PROBE_NS :
 					      MM_ACK_PROBE_NS;
 
+	mm_offset_probe(mm, now);
 	if (!mm->nquanta || !mm->nnodes || now - mm->clk.last_ack_probe < every)
 		return;
 	mm->clk.last_ack_probe = now;
@@ -254,6 +258,7 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 				mm_faults_acked(mm, i);
 	t1 = mm_now_ns(CLOCK_MONOTONIC);
 	ewma(&mm->stats.strobe_us, (t1 - t0) / 1000);
+	mm_offset_strobe_took(mm, t1 - t0);
 	account_period(mm, t0);
 	mm->nquanta += mm->span;	/* quanta, not strobes */
 	return t1;

@@ -90,6 +90,7 @@ typedef struct mm {
 	bool last_heartbeat;		/* the last strobe was a heartbeat */
 	uint64_t confirm_pause_until;
 	uint64_t start_ns;
+	struct mm_offsets *offsets;	/* clock offsets, the lead: mm_offset.c */
 	int prio;			/* the thread's: 0 normal, -1 unknown */
 	bool prio_warned;
 	mm_clock_t clk;

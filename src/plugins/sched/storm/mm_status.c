@@ -17,6 +17,9 @@
 #include "src/common/storm_report.h"
 #include "src/common/storm_status.h"
 
+#include "src/common/storm_gang.h"
+
+#include "mm_offset.h"
 #include "mm_heartbeat.h"
 #include "mm_status.h"
 
@@ -44,6 +47,9 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	h->quanta_per_strobe = mm->span;
 	h->suspect_time_us = mm->conf.suspect_time_us;
 	h->drains = mm->stats.drains;
+	snprintf(h->switch_at, sizeof(h->switch_at), "%s",
+		 mm->conf.switch_at_arrival ? "arrival" : "announced");
+	h->lead_us = mm_offset_lead_ns(mm) / 1000;
 	if (mm->ctx) {
 		storm_stats_t st;
 
@@ -63,6 +69,31 @@ static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
 		n->rejected[k] = r->rejected[k];
 }
 
+/* What node i last replied to a clock request (mm_offset.c). */
+static void fill_clock(const mm_t *mm, int i, storm_status_node_t *n)
+{
+	static const char *const mode[] = {
+		[STORM_GANG_AT_NONE] = "none",
+		[STORM_GANG_AT_ANNOUNCED] = "announced",
+		[STORM_GANG_AT_ARRIVAL] = "arrival",
+		[STORM_GANG_AT_FALLBACK] = "fallback",
+	};
+	const mm_offset_node_t *o = mm_offset_node(mm, i);
+
+	n->clock_uncert_us = -1;
+	snprintf(n->switch_at, sizeof(n->switch_at), "none");
+	if (!o || !o->replied)
+		return;
+	n->late_switches = o->late;
+	if (o->mode <= STORM_GANG_AT_FALLBACK)
+		snprintf(n->switch_at, sizeof(n->switch_at), "%s",
+			 mode[o->mode]);
+	if (o->uncert_ns) {
+		n->clock_offset_us = o->offset_ns / 1000;
+		n->clock_uncert_us = (int64_t) ((o->uncert_ns + 999) / 1000);
+	}
+}
+
 static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 {
 	const mm_node_t *mn = &mm->nodes[i];
@@ -78,6 +109,7 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 		       (int64_t) ((mm_now_ns(CLOCK_MONOTONIC) -
 				   mn->last_heard_ns) / 1000000) : -1;
 	fill_rejected(mm, i, n);
+	fill_clock(mm, i, n);
 }
 
 static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)

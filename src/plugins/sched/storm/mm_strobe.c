@@ -14,6 +14,7 @@
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_jobs.h"
+#include "mm_offset.h"
 #include "mm_prio.h"
 #include "mm_strobe.h"
 
@@ -55,6 +56,7 @@ static void strobe_fill(const mm_t *mm, storm_gang_strobe_t *s, uint32_t slot,
 	s->nquanta = nq;
 	s->nslots = mm->matrix.nslots > 0 ? (uint32_t) mm->matrix.nslots : 1;
 	s->next_in_us = next_in_ns / 1000;
+	s->at_ns = mm_offset_switch_at(mm, s->sent_ns);
 }
 
 /* One try: the strobe to the live nodes; the ones that failed in *failed. */

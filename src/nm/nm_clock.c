@@ -1,0 +1,168 @@
+/*
+ * nm_clock.c - this node's clock offset to the Machine Manager
+ * (nm_clock.h).
+ *
+ * The MM asks one node at a time (storm_gang.h "clock"); the request
+ * arrives on the progress thread, which stamps it, and the gang watcher
+ * thread (real-time) answers, so the node's hold between t2 and t3 is a
+ * real-time wake-up, and excluded from the delay anyway.  Why not the
+ * strobe's own timestamps: the strobe goes down the tree, relayed by other
+ * node managers, while an answer goes straight to the MM; that asymmetry
+ * would bias a leaf's offset by half the relay's time, which on a shared
+ * host is as large as the skew we remove.  Request and reply here each go
+ * straight between the MM and the node, on arrival.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/common/storm_clock.h"
+#include "nm_clock.h"
+
+#define NM_CLOCK_TEST_MAX_US 10000000LL
+
+static int64_t test_offset_ns;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	storm_clock_filter_t filter;
+	bool pending;			/* a request to answer */
+	uint64_t req_seq, req_t1, req_t2;
+	uint64_t last_seq, last_t1, last_t2, last_t3;	/* last reply */
+	bool last_used;			/* its sample is in the filter */
+} C;
+/* The reply in flight (the watcher's only). */
+static storm_gang_clock_rep_t rep;
+static storm_op_t *rep_op;
+
+extern void nm_clock_init(void)
+{
+	const char *v = getenv(NM_CLOCK_TEST_ENV);
+	char *end;
+	long long us;
+
+	storm_clock_filter_init(&C.filter);
+	if (!v || !*v)
+		return;
+	errno = 0;
+	us = strtoll(v, &end, 10);
+	if (errno || *end || us < -NM_CLOCK_TEST_MAX_US ||
+	    us > NM_CLOCK_TEST_MAX_US) {
+		nm_error("gang: %s=%s is not microseconds within +-%lld; ignored",
+			 NM_CLOCK_TEST_ENV, v, NM_CLOCK_TEST_MAX_US);
+		return;
+	}
+	test_offset_ns = us * 1000;
+	nm_info("gang: test clock offset %lld us (%s; never on a real node)",
+		us, NM_CLOCK_TEST_ENV);
+}
+
+extern uint64_t nm_clock_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec +
+	       (uint64_t) test_offset_ns;
+}
+
+extern bool nm_clock_request(nm_t *nm, const storm_gang_clock_req_t *r,
+			     uint64_t t2)
+{
+	storm_clock_sample_t s;
+
+	if (r->magic != STORM_GANG_MAGIC || r->seq != r->seq_check ||
+	    r->rank != (uint32_t) nm->rank)
+		return false;
+	pthread_mutex_lock(&lock);
+	if (!C.last_used && r->prev_seq && r->prev_seq == C.last_seq &&
+	    r->prev_t4 &&
+	    !storm_clock_sample(C.last_t1, C.last_t2, C.last_t3, r->prev_t4,
+				&s)) {
+		storm_clock_filter_add(&C.filter, &s);
+		C.last_used = true;
+	}
+	C.pending = true;
+	C.req_seq = r->seq;
+	C.req_t1 = r->t1;
+	C.req_t2 = t2;
+	pthread_mutex_unlock(&lock);
+	return true;
+}
+
+extern bool nm_clock_estimate(int64_t *offset_ns, uint64_t *uncert_ns)
+{
+	bool ok;
+
+	pthread_mutex_lock(&lock);
+	ok = storm_clock_filter_best(&C.filter, offset_ns, uncert_ns);
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+/* The last reply went (or there is none): may the buffer change? */
+static bool reply_free(void)
+{
+	if (rep_op && storm_op_test(rep_op, NULL) == -EAGAIN)
+		return false;
+	if (rep_op)
+		storm_op_free(rep_op);
+	rep_op = NULL;
+	return true;
+}
+
+extern void nm_clock_reply(nm_t *nm, uint64_t late, uint32_t mode)
+{
+	storm_set_t mm;
+	int64_t off = 0;
+	uint64_t unc = 0;
+	int rc;
+
+	if (!nm->ctx || nm->rank >= STORM_GANG_CLOCK_MAX_RANKS || !reply_free())
+		return;
+	pthread_mutex_lock(&lock);
+	if (!C.pending) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	C.pending = false;
+	if (!storm_clock_filter_best(&C.filter, &off, &unc))
+		off = 0, unc = 0;
+	memset(&rep, 0, sizeof(rep));
+	rep.magic = STORM_GANG_MAGIC;
+	rep.rank = (uint32_t) nm->rank;
+	rep.seq = C.req_seq;
+	rep.t1 = C.req_t1;
+	rep.t2 = C.req_t2;
+	rep.offset_ns = off;
+	rep.uncert_ns = unc;
+	rep.late = late;
+	rep.mode = mode;
+	rep.t3 = nm_clock_now();
+	C.last_seq = rep.seq;
+	C.last_t1 = rep.t1;
+	C.last_t2 = rep.t2;
+	C.last_t3 = rep.t3;
+	C.last_used = false;
+	pthread_mutex_unlock(&lock);
+	storm_set_clear(&mm);
+	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
+	rc = storm_xfer_flags(nm->ctx, &mm, &rep, sizeof(rep),
+			      storm_gang_clock_off(nm->rank), STORM_NO_EVENT,
+			      STORM_GANG_EV_CLOCK, STORM_XFER_ON_ARRIVAL,
+			      &rep_op);
+	if (rc) {
+		rep_op = NULL;
+		nm_debug("gang: clock reply to the machine manager: %s",
+			 storm_strerror(rc));
+	}
+}
+
+extern void nm_clock_fini(void)
+{
+	if (rep_op)
+		storm_op_free(rep_op);
+	rep_op = NULL;
+}
