@@ -19,6 +19,8 @@ packages=(
 	libfabric-dev libfabric-bin libpmix-dev openmpi-bin libopenmpi-dev
 	# build: autotools, compiler, Check; dpkg-dev for apt-get source
 	build-essential autoconf automake libtool pkg-config check dpkg-dev
+	# the Debian packages (contribs/run-package-test) and the RPM spec's check
+	debhelper lintian rpm
 	# the broadcast checksum (XXH3, header-only use)
 	libxxhash-dev
 	# fuzzing the parsers (libFuzzer, ASan, UBSan)

@@ -32,6 +32,17 @@ from storm_wait import Deadline, poll, wait_for
 SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
+# Installed STORM instead of a build tree (contribs/run-package-test runs
+# the system tests against the Debian packages this way):
+#   STORM_PLUGINDIR  the STORM plugins' directory (default <builddir>/plugins)
+#   STORM_BINDIR     where stormctl is (default <builddir>/src/stormctl)
+#   STORM_PLUGSTACK  a plugstack.conf to name in slurm.conf, such as Debian's
+#                    /etc/slurm/plugstack.conf with the packaged drop-in
+#                    enabled (default: one written per cluster, loading
+#                    spank_storm.so from the PluginDir)
+# The node managers are then the one the SPANK plugin finds (storm.conf(5)
+# NodeManager).
+
 
 class ClusterError(RuntimeError):
     pass
@@ -184,7 +195,22 @@ class Cluster:
 
     @property
     def plugindir(self):
-        return os.path.join(self.builddir, "plugins")
+        return os.environ.get("STORM_PLUGINDIR") or os.path.join(self.builddir, "plugins")
+
+    @property
+    def stormctl(self):
+        bindir = os.environ.get("STORM_BINDIR") or os.path.join(
+            self.builddir, "src", "stormctl")
+        return os.path.join(bindir, "stormctl")
+
+    @property
+    def plugstack(self):
+        """The plugstack.conf slurm.conf names (STORM_PLUGSTACK: an
+        installed one; the SPANK plugin then reads the storm.conf beside
+        this cluster's slurm.conf)."""
+        if self.storm and os.environ.get("STORM_PLUGSTACK"):
+            return os.environ["STORM_PLUGSTACK"]
+        return self.path("etc", "plugstack.conf")
 
     def node_names(self):
         return ["node%d" % i for i in range(1, self.nodes + 1)]
@@ -286,7 +312,7 @@ class Cluster:
                 "SelectType=select/cons_tres_storm",
                 "SchedulerType=sched/storm",
                 "LaunchType=launch/slurm",
-                "PlugStackConfig=%s" % self.path("etc", "plugstack.conf"),
+                "PlugStackConfig=%s" % self.plugstack,
             ]
         else:
             lines += ["SelectType=select/cons_tres", "SchedulerType=sched/backfill",
@@ -315,7 +341,7 @@ class Cluster:
             f.write("CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n"
                     "CgroupAutomount=no\n")
         with open(self.path("etc", "plugstack.conf"), "w") as f:
-            if self.storm:
+            if self.storm and self.plugstack == self.path("etc", "plugstack.conf"):
                 f.write("required %s conf=%s\n" % (
                     os.path.join(self.plugindir, "spank_storm.so"),
                     self.path("etc", "storm.conf")))

@@ -134,8 +134,7 @@ def mm_status(cluster):
     (src/common/storm_status.h) by `stormctl show --json`: (header dict,
     nodes by name, jobs by id), values as the file writes them; empty
     while there is no file."""
-    r = subprocess.run([os.path.join(cluster.builddir, "src", "stormctl", "stormctl"),
-                        "show", "--json", "--status",
+    r = subprocess.run([cluster.stormctl, "show", "--json", "--status",
                         cluster.path("state", "storm-mm.status")],
                        capture_output=True, text=True)
     if r.returncode:

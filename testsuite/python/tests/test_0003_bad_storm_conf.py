@@ -15,7 +15,7 @@ BAD = [
 
 
 def _stormctl(cluster, *args):
-    return subprocess.run([cluster.builddir + "/src/stormctl/stormctl"] + list(args),
+    return subprocess.run([cluster.stormctl] + list(args),
                           capture_output=True, text=True, env=cluster.env)
 
 

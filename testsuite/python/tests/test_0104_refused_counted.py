@@ -25,7 +25,7 @@ def test_refusals_counted_reported_and_summarized(cluster):
     g.wait_for(lambda: _rejected(c, node).get("ctl", 0) >= before["ctl"] + 3 and
                _rejected(c, node).get("bcast", 0) >= before["bcast"] + 5, 30,
                "the refusals in the machine manager's status")
-    r = subprocess.run([os.path.join(c.builddir, "src", "stormctl", "stormctl"), "show"],
+    r = subprocess.run([c.stormctl, "show"],
                        env=c.env, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     row = [l.split() for l in r.stdout.splitlines() if l.split()[:1] == [node]]

@@ -8,7 +8,6 @@ Slurm sees both RUNNING the whole time; the tests marked `timing` also
 check that they share the CPU fairly over 200 quanta.
 """
 import contextlib
-import os
 import subprocess
 import time
 
@@ -212,10 +211,9 @@ def _resumed_on_exit(c, jobid):
 def test_stormctl_show_prints_the_matrix(gang4):
     c = gang4
     with _pair(c) as (a, b, _, _):
-        stormctl = os.path.join(c.builddir, "src", "stormctl", "stormctl")
         g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2", 10,
                    "two slots in the status file")
-        r = subprocess.run([stormctl, "show"], env=c.env, capture_output=True,
+        r = subprocess.run([c.stormctl, "show"], env=c.env, capture_output=True,
                            text=True, timeout=30)
         assert r.returncode == 0, r.stderr
         out = r.stdout

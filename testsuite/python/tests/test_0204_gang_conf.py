@@ -40,7 +40,7 @@ def gconf(make_gang_cluster):
 def test_check_config_names_the_key(gconf, tmp_path, text, what):
     f = tmp_path / "storm.conf"
     f.write_text(text)
-    r = subprocess.run([gconf.builddir + "/src/stormctl/stormctl", "check-config",
+    r = subprocess.run([gconf.stormctl, "check-config",
                         str(f)], capture_output=True, text=True, env=gconf.env)
     assert r.returncode == 1
     assert str(f) in r.stderr and what in r.stderr, r.stderr

@@ -71,7 +71,7 @@ def test_gang_pair_alternates_across_addresses(net8):
             assert g.nm_gang(c, n)["failsafe"] == "no"
             assert int(g.nm_gang(c, n)["freezes"]) > 5
         # stormctl, from the head, shows the matrix and every node live
-        r = c.run([os.path.join(c.builddir, "src", "stormctl", "stormctl"), "show"])
+        r = c.run([c.stormctl, "show"])
         assert "job" in r.stdout and str(a) in r.stdout and str(b) in r.stdout, r.stdout
         rows = [l.split() for l in r.stdout.splitlines() if l.startswith("node")]
         live = {x[0] for x in rows if len(x) > 1 and x[1] == "live"}
