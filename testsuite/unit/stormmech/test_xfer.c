@@ -90,7 +90,9 @@ START_TEST(big_16)
 	uint64_t ev[H_MAX] = { 0 };
 
 	h_cfg(&cfg, prov);
-	cfg.timeout_ms = 30000;
+	/* a chain of 16: the deepest node's children get 1/15 of it, which
+	 * must cover a 12 MiB hop on a host at load average 40 */
+	cfg.timeout_ms = 120000;
 	START_OR_FAIL(&h, 16, &cfg);
 	storm_set_t set = range_set(0, 15);
 	xfer_and_check(&h, &set, 12u << 20, 0, 7, ev);
@@ -246,7 +248,9 @@ START_TEST(on_arrival)
 	storm_set_t set, failed;
 
 	h_cfg(&cfg, prov);
-	cfg.timeout_ms = 3000;
+	/* short, so that the stopped member below is reported soon; not so
+	 * short that a loaded host fails the live ones */
+	cfg.timeout_ms = 30000;
 	START_OR_FAIL(&h, N, &cfg);
 	set = range_set(0, N - 1);
 	/* warm up (connections), then the committed transfer's count */
