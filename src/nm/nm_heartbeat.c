@@ -19,55 +19,84 @@
  */
 #define NM_HEARTBEAT_RT_PRIO 30
 
+/*
+ * Heartbeats in flight at once.  A beat whose connection broke (the
+ * Machine Manager rejoined the fabric, its host restarted) waits for its
+ * acknowledgement up to Timeout, 5 s by default: far beyond SuspectTime.
+ * The next beats must not wait behind it, or a live node is drained for
+ * one lost message; each goes out in a buffer of its own, since an op
+ * reads its source until it completes.
+ */
+#define NM_HEARTBEAT_SLOTS 8
+
+typedef struct {
+	storm_node_report_t rep;	/* what its op sends */
+	storm_op_t *op;			/* NULL: free */
+} beat_slot_t;
+
 static struct {
 	pthread_t tid;
 	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stop;
-	storm_node_report_t rep;	/* what the op in flight sends */
-	storm_op_t *op;
-	uint64_t skipped;		/* beats not sent: the last in flight */
+	uint64_t beat;			/* the last beat's value */
+	beat_slot_t slot[NM_HEARTBEAT_SLOTS];
+	uint64_t skipped;		/* beats not sent: every slot in flight */
+	uint64_t overlapped;		/* sent while an earlier one was */
 } H = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
 
-/* The last report is done (or there is none): may the buffer change?  A
- * report towards a Machine Manager that does not answer stays in flight
- * up to the fabric's Timeout; the beats meanwhile are skipped. */
-static bool report_free(void)
+/* Free the slots whose op completed; a free slot, or NULL if none, and
+ * whether some op is still in flight. */
+static beat_slot_t *free_slot(bool *in_flight)
 {
-	if (H.op && storm_op_test(H.op, NULL) == -EAGAIN)
-		return false;
-	if (H.op)
-		storm_op_free(H.op);
-	H.op = NULL;
-	return true;
+	beat_slot_t *found = NULL;
+
+	*in_flight = false;
+	for (int i = 0; i < NM_HEARTBEAT_SLOTS; i++) {
+		beat_slot_t *b = &H.slot[i];
+
+		if (b->op && storm_op_test(b->op, NULL) == -EAGAIN) {
+			*in_flight = true;
+			continue;
+		}
+		if (b->op)
+			storm_op_free(b->op);
+		b->op = NULL;
+		if (!found)
+			found = b;
+	}
+	return found;
 }
 
 static void beat(nm_t *nm)
 {
 	storm_set_t mm;
+	beat_slot_t *b;
+	bool in_flight;
 	int rc;
 
 	if (!nm->ctx || nm->rank >= STORM_REPORT_MAX_RANKS)
 		return;
-	if (!report_free()) {
+	if (!(b = free_slot(&in_flight))) {
 		H.skipped++;
 		return;
 	}
-	H.rep.magic = STORM_REPORT_MAGIC;
-	H.rep.rank = (uint32_t) nm->rank;
-	H.rep.beat++;
-	nm_reject_counts(nm, H.rep.rejected);
+	H.overlapped += in_flight;
+	b->rep.magic = STORM_REPORT_MAGIC;
+	b->rep.rank = (uint32_t) nm->rank;
+	b->rep.beat = ++H.beat;
+	nm_reject_counts(nm, b->rep.rejected);
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer(nm->ctx, &mm, &H.rep, sizeof(H.rep),
+	rc = storm_xfer(nm->ctx, &mm, &b->rep, sizeof(b->rep),
 			storm_report_off(nm->rank), STORM_NO_EVENT,
-			STORM_NO_EVENT, &H.op);
+			STORM_NO_EVENT, &b->op);
 	if (rc) {
-		H.op = NULL;
+		b->op = NULL;
 		nm_debug("heartbeat to the machine manager: %s",
 			 storm_strerror(rc));
 	}
@@ -117,7 +146,7 @@ static int heartbeat_init(nm_t *nm)
 	pthread_cond_init(&H.wake, &ca);
 	pthread_condattr_destroy(&ca);
 	/* a restarted node manager starts elsewhere than where it left */
-	H.rep.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
+	H.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
 	H.stop = false;
 	rc = pthread_create(&H.tid, NULL, heartbeat_thread, nm);
 	if (rc)
@@ -140,15 +169,17 @@ static void heartbeat_fini(nm_t *nm)
 	pthread_mutex_unlock(&H.lock);
 	pthread_join(H.tid, NULL);
 	H.started = false;
-	if (H.op) {
-		/* the fabric closes after the modules; a report still in
-		 * flight is abandoned with its op */
-		storm_op_free(H.op);
-		H.op = NULL;
+	/* the fabric closes after the modules; reports still in flight
+	 * are abandoned with their ops */
+	for (int i = 0; i < NM_HEARTBEAT_SLOTS; i++) {
+		if (H.slot[i].op)
+			storm_op_free(H.slot[i].op);
+		H.slot[i].op = NULL;
 	}
-	if (H.skipped)
-		nm_info("heartbeat: %llu beats skipped while the previous one was in flight",
-			(unsigned long long) H.skipped);
+	if (H.skipped || H.overlapped)
+		nm_info("heartbeat: %llu beats sent while an earlier one was still in flight, %llu skipped with %d in flight",
+			(unsigned long long) H.overlapped,
+			(unsigned long long) H.skipped, NM_HEARTBEAT_SLOTS);
 }
 
 const nm_module_t nm_heartbeat_module = {
