@@ -57,6 +57,7 @@ static const key_def_t keys[] = {
 	{ "SwitchAt", K_SWITCH_AT, F(switch_at_arrival), 0, 0, 0 },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
 	{ "SuspectTime", K_DURATION, F(suspect_time_us), 0, 20000, 600000000ULL },
+	{ "ReturnAfter", K_DURATION, F(return_after_us), 0, 0, 3600000000ULL },
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
 	{ "BcastOverlap", K_BOOL, F(bcast_overlap), 0, 0, 0 },
@@ -112,6 +113,9 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	/* silent this long is dead: inside half a second with the probe
 	 * and the drain that follow (mm_faults.c) */
 	conf->suspect_time_us = 250000;
+	/* long enough to see a restarted node manager settle, short enough
+	 * that a restart (slurmd's, an upgrade's) costs no administrator */
+	conf->return_after_us = 2000000;
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
 	conf->bcast_overlap = false;
@@ -674,6 +678,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
 		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
 		     "SwitchAt=%s\nSuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
+		     "ReturnAfter=%" PRIu64 "us\n"
 		     "Timeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
@@ -684,7 +689,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->bcast_port_hi, c->ctl_port,
 		     c->failsafe_us, si,
 		     c->switch_at_arrival ? "arrival" : "announced",
-		     c->suspect_quanta, c->suspect_time_us, c->timeout_us,
+		     c->suspect_quanta, c->suspect_time_us, c->return_after_us,
+		     c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,

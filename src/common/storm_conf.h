@@ -56,6 +56,9 @@ typedef struct {
 	uint32_t suspect_quanta;	/* SuspectQuanta= missed acks to drain */
 	uint64_t suspect_time_us;	/* SuspectTime= silent this long: drain
 					 * (node managers beat 4 times in it) */
+	uint64_t return_after_us;	/* ReturnAfter= a node the MM drained is
+					 * resumed once its node manager answered
+					 * this long (0: an administrator does) */
 	uint64_t timeout_us;		/* Timeout= any fabric wait */
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
 	bool bcast_overlap;		/* BcastOverlap= launch while the file

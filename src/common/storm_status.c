@@ -49,6 +49,7 @@ static const hdr_field_t hdr_fields[] = {
 	HF(lead_us, F_U64),
 	HF(suspect_time_us, F_U64),
 	HF(drains, F_U64),
+	HF(returns, F_U64),
 };
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))

@@ -29,7 +29,7 @@
  * or an acknowledgement), -1 if never.  The header's switch_at is
  * storm.conf's SwitchAt, lead_us the lead the strobes announce their
  * instants with, suspect_time_us SuspectTime, drains the nodes the MM
- * drained since it started.
+ * drained since it started, returns those it returned to service.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -78,6 +78,7 @@ typedef struct storm_status_hdr {
 	uint64_t lead_us;		/* announced instants' lead */
 	uint64_t suspect_time_us;
 	uint64_t drains;		/* nodes drained since the MM started */
+	uint64_t returns;		/* ... and returned to service */
 } storm_status_hdr_t;
 
 typedef struct storm_status_node {

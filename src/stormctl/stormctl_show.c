@@ -149,9 +149,10 @@ static void print_lists(const storm_status_t *st)
 		       (unsigned long long) n->late_switches,
 		       n->switch_at[0] ? n->switch_at : "-");
 	}
-	printf("machine manager: %llu fabric message(s) refused, %llu node(s) drained since it started (SuspectTime=%llu us)\n",
+	printf("machine manager: %llu fabric message(s) refused, %llu node(s) drained and %llu returned to service since it started (SuspectTime=%llu us)\n",
 	       (unsigned long long) st->hdr.rejected_mm,
 	       (unsigned long long) st->hdr.drains,
+	       (unsigned long long) st->hdr.returns,
 	       (unsigned long long) st->hdr.suspect_time_us);
 }
 

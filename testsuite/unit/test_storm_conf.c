@@ -117,6 +117,8 @@ static const struct {
 	{ "SuspectQuanta=0\n", "storm.conf:1", "SuspectQuanta" },
 	{ "SuspectTime=10ms\n", "storm.conf:1", "SuspectTime" },
 	{ "SuspectTime=11m\n", "storm.conf:1", "SuspectTime" },
+	{ "ReturnAfter=2h\n", "storm.conf:1", "ReturnAfter" },
+	{ "ReturnAfter=soon\n", "storm.conf:1", "ReturnAfter" },
 	{ "ControllerPort=80\n", "storm.conf:1", "ControllerPort" },
 	{ "ControllerPort=70000\n", "storm.conf:1", "ControllerPort" },
 	{ "Port=7100-7131 ControllerPort=7110\n", "storm.conf", "ControllerPort" },
@@ -175,6 +177,13 @@ START_TEST(gang_keys)
 	ck_assert_int_eq(parse("SuspectTime=1s\n"), 0);
 	ck_assert_uint_eq(conf.suspect_time_us, 1000000);
 	ck_assert_uint_eq(storm_conf_beat_us(&conf), 250000);
+	/* ReturnAfter: the MM returns its drains after 2 s; 0 never */
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(conf.return_after_us, 2000000);
+	ck_assert_int_eq(parse("ReturnAfter=0\n"), 0);
+	ck_assert_uint_eq(conf.return_after_us, 0);
+	ck_assert_int_eq(parse("ReturnAfter=500ms\n"), 0);
+	ck_assert_uint_eq(conf.return_after_us, 500000);
 	/* SwitchAt: announced instants unless told otherwise */
 	ck_assert(!conf.switch_at_arrival);
 	ck_assert_int_eq(parse("SwitchAt=arrival\n"), 0);

@@ -45,6 +45,7 @@ static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 	h->lead_us = 650;
 	h->suspect_time_us = 250000;
 	h->drains = 5;
+	h->returns = 3;
 	n->silent_ms = 12;
 	memset(j, 0, sizeof(*j));
 	j->job_id = 7;
@@ -79,7 +80,7 @@ START_TEST(writer_format)
 
 	ck_assert_ptr_nonnull(strstr(text, "version=1\nwritten=1700000000\nmm_id=0\nepoch=42\nslot=1\nnslots=2\n"));
 	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\nrejected_mm=4\n"));
-	ck_assert_ptr_nonnull(strstr(text, "rejected_mm=4\nswitch_at=announced\nlead_us=650\nsuspect_time_us=250000\ndrains=5\n"));
+	ck_assert_ptr_nonnull(strstr(text, "rejected_mm=4\nswitch_at=announced\nlead_us=650\nsuspect_time_us=250000\ndrains=5\nreturns=3\n"));
 	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 clock_offset_us=-5012 clock_uncert_us=87 late_switches=3 switch_at=announced silent_ms=12\n"));
 	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible\n"));
 	free(text);
@@ -184,7 +185,7 @@ START_TEST(json_form)
 	ck_assert_ptr_nonnull(strstr(buf, "{\"header\":{\"version\":1,\"written\":1700000000,"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"provider\":\"tcp;ofi_rxm\","));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"clock_offset_us\":-5012,\"clock_uncert_us\":87,\"late_switches\":3,\"switch_at\":\"announced\",\"silent_ms\":12}"));
-	ck_assert_ptr_nonnull(strstr(buf, "\"switch_at\":\"announced\",\"lead_us\":650,\"suspect_time_us\":250000,\"drains\":5}"));
+	ck_assert_ptr_nonnull(strstr(buf, "\"switch_at\":\"announced\",\"lead_us\":650,\"suspect_time_us\":250000,\"drains\":5,\"returns\":3}"));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\"}"));
 	storm_status_free(&st);
 	free(buf);

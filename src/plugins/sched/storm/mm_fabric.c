@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
@@ -17,6 +18,7 @@
 #include "src/common/storm_gang.h"
 
 #include "mm_fabric.h"
+#include "mm_return.h"
 #include "mm_offset.h"
 
 #define MM_MIN_TIMEOUT_MS 100
@@ -97,6 +99,12 @@ static void learn_nodes(mm_t *mm, char *host, size_t hostlen)
 						   nr->comm_name :
 						   mm->node_names[i], port);
 		mm->nodes[i].live = true;
+		/* drained by an earlier MM (before slurmctld restarted or the
+		 * fabric was rejoined): still ours to return to service */
+		mm->nodes[i].drain_ours = mm->nodes[i].drained =
+			nr && IS_NODE_DRAIN(nr) && nr->reason &&
+			!strncmp(nr->reason, MM_DRAIN_REASON_PREFIX,
+				 strlen(MM_DRAIN_REASON_PREFIX));
 	}
 	snprintf(host, hostlen, "%s",
 		 (slurm_conf.control_cnt && slurm_conf.control_addr &&

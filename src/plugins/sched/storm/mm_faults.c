@@ -17,6 +17,7 @@
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_heartbeat.h"
+#include "mm_return.h"
 
 #define MM_PROBE_DEAD_NS 1000000000ULL
 /*
@@ -57,7 +58,9 @@ extern void mm_faults_acked(mm_t *mm, int i)
 	if (n->misses >= mm->conf.suspect_quanta)
 		info("%s: %s answers again after %u missed quanta%s", MM_PREFIX,
 		     mm->node_names[i], n->misses,
-		     n->drained ? "; it stays drained until an administrator resumes it" : "");
+		     !n->drained ? "" : mm->conf.return_after_us ?
+		     "; it is returned to service once it answered for ReturnAfter" :
+		     "; it stays drained until an administrator resumes it (ReturnAfter=0)");
 	n->misses = 0;
 	/* a new outage drains it again (the administrator may have resumed
 	 * it since; draining a drained node only renews the reason) */
@@ -258,10 +261,10 @@ static char *drain_reason(const mm_t *mm, int i)
 	const mm_node_t *n = &mm->nodes[i];
 
 	if (!is_silent(mm, i))
-		return xstrdup_printf("STORM: node manager missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
+		return xstrdup_printf(MM_DRAIN_REASON_PREFIX "missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
 				      n->misses, mm->conf.suspect_quanta,
 				      mm->conf.timeslice_us);
-	return xstrdup_printf("STORM: node manager silent for %" PRIu64 " ms: missed its heartbeats and strobe acknowledgements (SuspectTime=%" PRIu64 "us)",
+	return xstrdup_printf(MM_DRAIN_REASON_PREFIX "silent for %" PRIu64 " ms: missed its heartbeats and strobe acknowledgements (SuspectTime=%" PRIu64 "us)",
 			      n->silent_ns / 1000000, mm->conf.suspect_time_us);
 }
 
@@ -282,6 +285,8 @@ static void drain_one(mm_t *mm, int i)
 		info("%s: drained %s: %s (after %" PRIu64 " ms for slurmctld's locks)",
 		     MM_PREFIX, mm->node_names[i], reason, waited);
 		mm->nodes[i].drained = true;
+		mm->nodes[i].drain_ours = true;
+		mm->nodes[i].answering_since = 0;
 		mm->stats.drains++;
 	} else {
 		error("%s: cannot drain %s: %s", MM_PREFIX,

@@ -54,6 +54,7 @@
 #include "mm_jobs.h"
 #include "mm_offset.h"
 #include "mm_prio.h"
+#include "mm_return.h"
 #include "mm_state.h"
 #include "mm_status.h"
 #include "mm_strobe.h"
@@ -194,11 +195,13 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	*now = mm_now_ns(CLOCK_MONOTONIC);
 	/* slurmctld's locks (the drains, the rebuild): see mm_prio.c */
 	if (!mm->table.t || *now - mm->clk.last_rebuild >= MM_REBUILD_NS ||
-	    mm_faults_to_drain(mm))
+	    mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
 	mm_heartbeat_listen(mm);
 	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
+	mm_return_track(mm, *now);
+	mm_return_nodes(mm, *now);
 }
 
 /* Step 3: the matrix from Slurm's jobs, every MM_REBUILD_NS. */
@@ -290,6 +293,7 @@ static void sleep_until(uint64_t ns)
 static void listen_and_drain(mm_t *mm)
 {
 	mm_heartbeat_listen(mm);
+	mm_return_track(mm, mm_now_ns(CLOCK_MONOTONIC));
 	if (!mm_faults_to_drain(mm))
 		return;
 	mm_prio_rt(mm, false);
@@ -356,6 +360,7 @@ static bool sleep_tick(mm_t *mm)
 		if (mm_jobs_rebuild(mm))	/* keeps cur_slot < nslots */
 			mm_jobs_build_table(mm);
 		job_left = mm->jobs_left != left;
+		mm_return_nodes(mm, now);
 		step_status(mm, now);
 	}
 	mm_prio_rt(mm, true);

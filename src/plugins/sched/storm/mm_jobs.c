@@ -93,14 +93,20 @@ static bool sample_job(mm_t *mm, job_record_t *jp)
  */
 static void note_resumed(mm_t *mm)
 {
-	for (int i = 0; i < mm->nnodes && i < node_record_count; i++) {
-		node_record_t *nr = node_record_table_ptr[i];
+	for (int i = 0; i < mm->nnodes; i++) {
+		mm_node_t *n = &mm->nodes[i];
+		node_record_t *nr;
 
-		if (!mm->nodes[i].drained || !nr || IS_NODE_DRAIN(nr))
+		if (!n->drained && !n->drain_ours)
 			continue;
-		mm->nodes[i].drained = false;
-		info("%s: %s was resumed; it is drained again if it still does not answer",
-		     MM_PREFIX, mm->node_names[i]);
+		nr = find_node_record(mm->node_names[i]);
+		if (!nr || IS_NODE_DRAIN(nr))
+			continue;
+		if (n->drained)
+			info("%s: %s was resumed; it is drained again if it still does not answer",
+			     MM_PREFIX, mm->node_names[i]);
+		n->drained = false;
+		n->drain_ours = false;	/* nothing left to return */
 	}
 }
 

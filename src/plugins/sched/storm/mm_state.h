@@ -32,6 +32,9 @@ typedef struct mm_node {
 	bool quiet;		/* silent over half of SuspectTime: left out
 				 * of every operation until heard again */
 	uint64_t last_heard_ns;
+	/* Drained in Slurm by this MM, until it is resumed (mm_return.c). */
+	bool drain_ours;
+	uint64_t answering_since;	/* answering without a miss since */
 } mm_node_t;
 
 /* Moving averages and counters, for the status file. */
@@ -40,6 +43,7 @@ typedef struct mm_stats {
 	uint64_t late;			/* strobes applied late */
 	uint64_t confirm_timeouts;
 	uint64_t drains;		/* nodes this MM drained */
+	uint64_t returns;		/* ... and returned to service */
 } mm_stats_t;
 
 /* When each periodic step last ran (CLOCK_MONOTONIC ns). */

@@ -47,6 +47,7 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	h->quanta_per_strobe = mm->span;
 	h->suspect_time_us = mm->conf.suspect_time_us;
 	h->drains = mm->stats.drains;
+	h->returns = mm->stats.returns;
 	snprintf(h->switch_at, sizeof(h->switch_at), "%s",
 		 mm->conf.switch_at_arrival ? "arrival" : "announced");
 	h->lead_us = mm_offset_lead_ns(mm) / 1000;
