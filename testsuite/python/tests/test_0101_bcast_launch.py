@@ -395,16 +395,12 @@ def nm_pid(cluster, node):
 
 def revive_node(cluster, victim, old_pid):
     """After its NM was killed: the node gets a new NM from its slurmd
-    (SPANK), which cleans up; the machine manager may have drained the
-    node meanwhile (its NM stopped acknowledging strobes): resume it."""
+    (SPANK), which cleans up; the machine manager drained the node
+    meanwhile (its NM fell silent) and returns it to service once the new
+    one has answered for ReturnAfter, with nobody resuming it."""
     def idle_resuming():
         st = cluster.run(["sinfo", "-h", "-n", victim, "-o", "%T"], check=False).stdout
-        if "idle" in st and "drain" not in st:
-            return True
-        if "drain" in st:
-            cluster.run(["scontrol", "update", "nodename=" + victim, "state=resume"],
-                        check=False)
-        return False
+        return "idle" in st and "drain" not in st
 
     def new_nm():
         with contextlib.suppress(OSError, ValueError):

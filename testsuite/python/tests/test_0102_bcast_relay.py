@@ -148,20 +148,25 @@ def test_user_cannot_reach_other_jobs_or_nodes(cluster):
 
 def test_relay_node_manager_dead_names_it(cluster):
     """The step's first node has no node manager listening: srun fails
-    before any task runs and names that node."""
+    before any task runs and names that node.  The nodes are allocated
+    first: a node whose node manager is dead is drained within SuspectTime,
+    and a new job would wait for it instead of trying it."""
     victim = "node7"
     pid = nm_pid(cluster, victim)
     script = os.path.join(share_dir(cluster), "relay_dead.sh")
     checksum_script(script, 50000)
+    job = alloc(cluster, "root", "node7,node8")
     slurmd = cluster.procs["slurmd-" + victim].pid
     os.kill(slurmd, 19)             # its slurmd must not restart the NM yet
     try:
         os.kill(pid, 9)
         time.sleep(0.2)
-        r = cluster.run(["srun", "-N2", "-w", "node[7-8]", script], check=False,
-                        env=dict(cluster.env, SLURM_STORM_BCAST="yes"), timeout=120)
+        r = cluster.run(["srun", "--jobid=%d" % job, "-N2", "-w", "node[7-8]", script],
+                        check=False, env=dict(cluster.env, SLURM_STORM_BCAST="yes"),
+                        timeout=120)
     finally:
         os.kill(slurmd, 18)
+        cluster.run(["scancel", str(job)], check=False)
     assert r.returncode != 0
     assert "Failed to broadcast" in r.stderr and victim in r.stderr, r.stderr
     assert "Step launch aborted" in r.stderr

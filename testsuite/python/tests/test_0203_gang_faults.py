@@ -131,8 +131,9 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
     """Nothing time-shares, so the strobe is only the heartbeat (no
     COMPARE-AND-WRITE confirmation after it): a node manager that hangs
     (stopped, its connections open, so nothing is refused) must still be
-    found by the unanswered strobes and drained; once it answers and an
-    administrator resumes the node, a second hang drains it again."""
+    found by the unanswered strobes and drained; once it answers for
+    ReturnAfter the machine manager returns the node to service by itself,
+    and a second hang drains it again."""
     c = gang3
     c.wait_idle(timeout=120)
     victim = "node3"
@@ -173,5 +174,7 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
         seen = int(g.nm_gang(c, victim)["strobes"])
         g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 10,
                    "heartbeats to %s again" % victim)
-        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"])
-        g.wait_for(lambda: "DRAIN" not in node_info(), 30, "%s resumed" % victim)
+        g.wait_for(lambda: "DRAIN" not in node_info(), 30,
+                   "%s returned to service (outage %d)" % (victim, outage))
+        assert "returned %s to service" % victim in open(
+            c.path("log", "slurmctld.log")).read()

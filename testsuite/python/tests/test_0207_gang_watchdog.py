@@ -88,15 +88,18 @@ def test_killed_node_manager_with_slurmd_stopped_releases_its_jobs(gangwd):
             # nothing restarted the node manager meanwhile
             assert "slurmd-%s" % victim in c.procs and slurmd.poll() is None
             g.wait_for(lambda: not _alive(wd_pid), 10, "the watchdog gone after its work")
+            # drained for its silence while no node manager runs there
+            g.wait_for(lambda: _drained_by_storm(c, victim), 30, "%s drained" % victim)
         finally:
             slurmd.send_signal(signal.SIGCONT)
         assert took < THAW_BOUND_S, took
         assert "the node manager is gone" in _log(c, victim)
-        # drained for the missed strobes, and slurmd brings a node manager
-        # back: only then is a resume (on exit) for good
-        g.wait_for(lambda: _drained_by_storm(c, victim), 30, "%s drained" % victim)
+        # slurmd brings a node manager back, and once it has answered for
+        # ReturnAfter the machine manager returns the node to service
         g.wait_for(lambda: _restarted(c, victim, nm_pid), 30,
                    "a new node manager on %s" % victim)
+        g.wait_for(lambda: not _drained_by_storm(c, victim), 60,
+                   "%s returned to service" % victim)
         print("released %.2f s after the node manager was killed" % took)
 
 

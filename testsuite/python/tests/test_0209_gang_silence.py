@@ -89,8 +89,38 @@ def test_stopped_node_manager_drained_for_its_silence(silent3):
         for n in NODES:
             if n != victim:
                 assert not _drained_by_storm(c, n), n
-        # awake again: heard, back in the strobe set
+        # awake again: heard, back in the strobe set, and after
+        # ReturnAfter (2 s by default) returned to service by the machine
+        # manager itself, with nobody resuming it
         g.wait_for(lambda: _answering(c, victim), 30, "%s heard again" % victim)
+        returns = int(g.mm_status(c)[0]["returns"])
+        g.wait_for(lambda: not _drained_by_storm(c, victim), 30,
+                   "%s returned to service" % victim)
+        assert "returned %s to service" % victim in open(
+            c.path("log", "slurmctld.log")).read()
+        g.wait_for(lambda: int(g.mm_status(c)[0]["returns"]) >= returns + 1, 10,
+                   "the MM's return count")
+
+
+def test_administrators_drain_is_left_alone(silent3):
+    """A node STORM drained whose reason an administrator then replaced
+    (a drain of their own) stays drained when its node manager answers
+    again: the machine manager lifts only its own drains."""
+    c = silent3
+    victim = "node3"
+    c.wait_idle(timeout=120)
+    g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
+               "every node heard")
+    with resumed_on_exit(c, victim):
+        with _stopped(_nm_pid(c, victim)):
+            g.wait_for(lambda: _drained_by_storm(c, victim), 30,
+                       "%s drained" % victim)
+            c.run(["scontrol", "update", "nodename=" + victim, "state=drain",
+                   "reason=disk replacement"])
+        g.wait_for(lambda: _answering(c, victim), 30, "%s heard again" % victim)
+        time.sleep(4)       # twice ReturnAfter: it would have been returned
+        info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
+        assert "DRAIN" in info and "Reason=disk replacement" in info, info
 
 
 def test_every_node_silent_drains_none(silent3):

@@ -117,21 +117,20 @@ def _cut_mid_broadcast(c, victim):
 
 
 def _wait_resumed(c, node, timeout=180):
-    """Wait until node is idle, doing what an administrator would: resume
-    it if the machine manager drained it, and if Slurm still holds part of
-    it for a job that is gone (the job ended while the node's link was
-    cut, so slurmctld's order to clean up never reached it), mark it down
-    and resume it, which releases what that job held."""
+    """Wait until node is idle.  A drain of the machine manager's is its
+    own to lift (ReturnAfter, once the node answers again: the fabric's TCP
+    connections come back at their next retransmission, seconds after the
+    link); if Slurm still holds part of the node for a job that is gone
+    (the job ended while the node's link was cut, so slurmctld's order to
+    clean up never reached it), do what an administrator would: mark it
+    down and resume it, which releases what that job held."""
     seen = []
 
     def idle():
         r = c.run(["sinfo", "-h", "-n", node, "-o", "%T"], check=False)
         st = r.stdout.strip()
         seen[:] = [st, r.stderr.strip()]
-        if "drain" in st:
-            c.run(["scontrol", "update", "nodename=" + node, "state=resume"],
-                  check=False)
-        elif st in ("mixed", "allocated", "completing") and not c.run(
+        if st in ("mixed", "allocated", "completing") and not c.run(
                 ["squeue", "-h", "-w", node, "-t", "all"], check=False).stdout.strip():
             seen.append("held for a job that is gone: down, then resume")
             c.run(["scontrol", "update", "nodename=" + node, "state=down",
@@ -155,7 +154,7 @@ def _after_cut(c, victim, rc, out, err, took, marker):
     assert not out.strip(), out
     # with the link back, the cut node's job ends and every node drops
     # what it received; the machine manager drained the node while it
-    # missed strobes: resume it, as an administrator would
+    # missed strobes, and returns it to service once it answers again
     _wait_resumed(c, victim)
     c.wait_idle(timeout=180)
     g.wait_for(lambda: not _hidden_files(c), 60, "no partial file on any node")
@@ -201,13 +200,10 @@ def _wait_all_live(c, timeout=90):
     connections to a node whose link was cut resume only at their next
     retransmission, seconds later, and until then the node hears no strobe
     (it fails open) and the machine manager drains it.  Wait until every
-    node answers the machine manager and switches, resuming what it
-    drained meanwhile."""
+    node answers the machine manager and switches, and the machine manager
+    has returned to service what it drained meanwhile."""
     def live():
         drained = [n for n in c.node_names() if _drained_by_storm(c, n)]
-        for n in drained:
-            c.run(["scontrol", "update", "nodename=" + n, "state=resume"],
-                  check=False)
         hdr, nodes, _ = g.mm_status(c)
         return (not drained and len(nodes) == len(c.node_names()) and
                 all(v.get("state") == "live" and v.get("misses") == "0"
@@ -248,10 +244,11 @@ def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
         print("link of %s cut mid-gang: fail-safe open after %.2f s, drained after %.2f s"
               % (victim, opened, drained))
         assert opened >= FAILSAFE_MS / 1000.0 * FAILSAFE_EARLIEST, opened
-        # link back: an administrator resumes it and it is strobed again
-        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"])
+        # link back: once it answers again for ReturnAfter, the machine
+        # manager returns it to service, and it is strobed again
         g.wait_for(lambda: "DRAIN" not in c.run(["scontrol", "-o", "show", "node",
-                                                   victim]).stdout, 30, "resumed")
+                                                   victim]).stdout, 90,
+                   "%s returned to service" % victim)
         g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "no", 30,
                    "strobes on %s again" % victim)
         seen = int(g.nm_gang(c, victim)["strobes"])
