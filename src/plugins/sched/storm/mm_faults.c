@@ -29,9 +29,15 @@
 extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 {
 	storm_set_t one, unreach;
-	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t t0;
 	int rc;
 
+	/* a node gone quiet meanwhile would only make this wait out the
+	 * ack timeout (mm_heartbeat.h) */
+	mm_heartbeat_listen(mm);
+	if (mm->nodes[rank].quiet)
+		return 0;
+	t0 = mm_now_ns(CLOCK_MONOTONIC);
 	storm_set_clear(&one);
 	storm_set_add(&one, rank);
 	rc = storm_caw(mm->ctx, &one, STORM_GANG_VAR_APPLIED, STORM_GE, want,
@@ -123,6 +129,7 @@ extern void mm_faults_confirm(mm_t *mm)
 
 	if (now < mm->confirm_pause_until)
 		return;
+	mm_heartbeat_listen(mm);
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return;
