@@ -1,10 +1,12 @@
 /*
  * storm_report.h - what a node manager reports to the Machine Manager
- * besides its acknowledgements: the messages it refused, by kind.
+ * besides its acknowledgements: the messages it refused, by kind, and its
+ * fail-safe (how often it thawed everything for lack of strobes, and
+ * whether it is open now).
  *
  * Each node manager writes one storm_node_report_t with XFER-AND-SIGNAL
  * into the Machine Manager's region at storm_report_off(rank), once a
- * second and only when a count moved; the MM copies them into its status
+ * second and only when a count or the fail-safe moved; the MM copies them into its status
  * file (storm_status.h), where `stormctl show` shows them.  Needs
  * storm_stats_t (stormmech.h) for STORM_REPORT_FABRIC_REFUSED.  Counts only
  * grow; a reader takes a torn report at worst one second stale.
@@ -21,12 +23,17 @@ enum storm_reject_kind {
 	STORM_REJECT_KINDS
 };
 
-#define STORM_REPORT_MAGIC 0x53525031u	/* "SRP1" */
+/* A new layout takes a new magic: the MM ignores a report it would misread
+ * (a node manager of another version) instead of showing garbage. */
+#define STORM_REPORT_MAGIC 0x53525032u	/* "SRP2" */
 
 typedef struct storm_node_report {
 	uint32_t magic;
 	uint32_t rank;
 	uint64_t rejected[STORM_REJECT_KINDS];
+	uint64_t failsafe_events;	/* nm_failsafe_t.nevents */
+	uint32_t failsafe_open;		/* 1 while it is open */
+	uint32_t pad;
 } storm_node_report_t;
 
 /* What of libstormmech's counts is a refusal: messages that failed their

@@ -2,6 +2,7 @@
  * storm_status.c - the Machine Manager's status file: one table of header
  * keys serves the writer and the reader, so they cannot drift apart.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -94,15 +95,59 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 {
 	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
-		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		       " failsafe=%" PRIu64 ",%" PRIu32 "\n",
 		       n->rank, n->name, n->state, n->ack_us, n->misses,
-		       n->rejected[0], n->rejected[1], n->rejected[2]);
+		       n->rejected[0], n->rejected[1], n->rejected[2],
+		       n->failsafe_events, n->failsafe_open);
+}
+
+/* A user string as one token: bytes outside '!'..'~', and '%', as %XX. */
+static int fprint_token(FILE *fp, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char) *s;
+
+		if (c > ' ' && c <= '~' && c != '%') {
+			if (fputc(c, fp) == EOF)
+				return -1;
+		} else if (fprintf(fp, "%%%c%c", hex[c >> 4], hex[c & 15]) < 0) {
+			return -1;
+		}
+	}
+	return 1;
+}
+
+/* The reverse of fprint_token(), into buf (cut to len). */
+static void decode_token(const char *tok, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = tok; *p && o + 1 < len; p++) {
+		unsigned int v;
+
+		if (*p == '%' && isxdigit((unsigned char) p[1]) &&
+		    isxdigit((unsigned char) p[2]) &&
+		    sscanf(p + 1, "%2x", &v) == 1) {
+			buf[o++] = (char) v;
+			p += 2;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
 }
 
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
 {
-	return fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s\n",
-		       j->job_id, j->slot, j->mask, j->nodes, j->policy);
+	if (fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s user=",
+		    j->job_id, j->slot, j->mask, j->nodes, j->policy) < 0 ||
+	    fprint_token(fp, j->user) < 0 || fputs(" name=", fp) == EOF ||
+	    fprint_token(fp, j->name) < 0)
+		return -1;
+	return fputc('\n', fp) == EOF ? -1 : 1;
 }
 
 static char *tmp_path(const char *path)
@@ -209,11 +254,13 @@ static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_node_t n = { 0 };
 
-	/* rejected= is optional: older files lack it */
+	/* rejected= and failsafe= are optional: older files lack them */
 	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
-		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64,
+		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64
+		   " failsafe=%" SCNu64 ",%" SCNu32,
 		   &n.rank, n.name, n.state, &n.ack_us, &n.misses,
-		   &n.rejected[0], &n.rejected[1], &n.rejected[2]) < 5)
+		   &n.rejected[0], &n.rejected[1], &n.rejected[2],
+		   &n.failsafe_events, &n.failsafe_open) < 5)
 		return 0;
 	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
 		return -ENOMEM;
@@ -221,7 +268,22 @@ static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 	return 0;
 }
 
-/* The policy is optional: older files lack it. */
+/* The value of " key=" in line, as a decoded token, or "" without it. */
+static void parse_token(const char *line, const char *key, char *buf,
+			size_t len)
+{
+	const char *p = strstr(line, key);
+	char tok[STORM_STATUS_JOBNAMELEN * 3 + 1];
+
+	buf[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(key);
+	snprintf(tok, sizeof(tok), "%.*s", (int) strcspn(p, " \n"), p);
+	decode_token(tok, buf, len);
+}
+
+/* The policy, user and name are optional: older files lack them. */
 static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_job_t *j;
@@ -231,8 +293,12 @@ static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 	j = &st->jobs[st->njobs];
 	memset(j, 0, sizeof(*j));
 	if (sscanf(line, "job %" SCNu32 " slot=%d mask=0x%" SCNx32 " nodes=%4095s policy=%15s",
-		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4)
+		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4) {
+		/* encoded tokens hold no space: " user=" cannot be in a name */
+		parse_token(line, " user=", j->user, sizeof(j->user));
+		parse_token(line, " name=", j->name, sizeof(j->name));
 		st->njobs++;
+	}
 	return 0;
 }
 
@@ -251,7 +317,8 @@ extern int storm_status_parse(const char *text, storm_status_t *st)
 				 (int) strcspn(line, "\n"), line);
 			rc = parse_node_line(st, &node_cap, buf);
 		} else if (!strncmp(line, "job ", 4)) {
-			char buf[STORM_STATUS_RANKSLEN + 256];
+			char buf[STORM_STATUS_RANKSLEN + 256 +
+				 3 * (STORM_STATUS_NAMELEN + STORM_STATUS_JOBNAMELEN)];
 
 			snprintf(buf, sizeof(buf), "%.*s",
 				 (int) strcspn(line, "\n"), line);
@@ -346,9 +413,10 @@ static void json_node(FILE *fp, const storm_status_node_t *n)
 	json_str(fp, n->state);
 	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32
 		",\"rejected\":{\"ctl\":%" PRIu64 ",\"bcast\":%" PRIu64
-		",\"fabric\":%" PRIu64 "}}",
+		",\"fabric\":%" PRIu64 "},\"failsafe\":{\"events\":%" PRIu64
+		",\"open\":%" PRIu32 "}}",
 		n->ack_us, n->misses, n->rejected[0], n->rejected[1],
-		n->rejected[2]);
+		n->rejected[2], n->failsafe_events, n->failsafe_open);
 }
 
 static void json_job(FILE *fp, const storm_status_job_t *j)
@@ -358,6 +426,10 @@ static void json_job(FILE *fp, const storm_status_job_t *j)
 	json_str(fp, j->nodes);
 	fputs(",\"policy\":", fp);
 	json_str(fp, j->policy);
+	fputs(",\"user\":", fp);
+	json_str(fp, j->user);
+	fputs(",\"name\":", fp);
+	json_str(fp, j->name);
 	fputc('}', fp);
 }
 

@@ -11,7 +11,8 @@
  *
  *   KEY=VALUE                      the header, the keys below, in order
  *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
- *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
+ *        failsafe=N,OPEN
+ *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY user=USER name=NAME
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
  * bit s of M is set when the job runs in slot s (0xffffffff: in every
@@ -20,6 +21,13 @@
  * messages the node's manager refused on its control socket, its BcastPort
  * and the fabric (storm_report.h); older files lack it.  The header's
  * rejected_mm counts those the Machine Manager's own endpoint refused.
+ * failsafe is what the node last reported of its fail-safe: how often it
+ * thawed everything for lack of strobes, and 1 while it is open (a node
+ * that cannot reach the MM cannot say so: the count tells afterwards).
+ * USER and NAME are the job's owner and name with every byte outside
+ * '!'..'~', and '%', written %XX, so that a name with spaces or markup
+ * stays one token; the reader decodes them.  Older files lack failsafe,
+ * user and name.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -41,6 +49,7 @@
 #define STORM_STATUS_STATELEN 32
 #define STORM_STATUS_RANKSLEN 4096
 #define STORM_STATUS_POLICYLEN 16
+#define STORM_STATUS_JOBNAMELEN 256	/* longer names are cut */
 
 /* The header, in the file's key order. */
 typedef struct storm_status_hdr {
@@ -73,6 +82,8 @@ typedef struct storm_status_node {
 	uint64_t ack_us;		/* last one-node round trip */
 	uint32_t misses;		/* consecutive missed quanta */
 	uint64_t rejected[3];		/* ctl, bcast, fabric (storm_report.h) */
+	uint64_t failsafe_events;	/* fail-safe thaws, as last reported */
+	uint32_t failsafe_open;		/* 1: open at the last report */
 } storm_status_node_t;
 
 typedef struct storm_status_job {
@@ -81,6 +92,8 @@ typedef struct storm_status_job {
 	uint32_t mask;
 	char nodes[STORM_STATUS_RANKSLEN];
 	char policy[STORM_STATUS_POLICYLEN];	/* "" when absent */
+	char user[STORM_STATUS_NAMELEN];	/* decoded; "" when absent */
+	char name[STORM_STATUS_JOBNAMELEN];	/* decoded; "" when absent */
 } storm_status_job_t;
 
 typedef struct storm_status {
@@ -123,8 +136,10 @@ extern void storm_status_free(storm_status_t *st);
  * parse the file (stormctl show --json):
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
  *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
- *               "rejected": {"ctl", "bcast", "fabric"}}, ...],
- *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
+ *               "rejected": {"ctl", "bcast", "fabric"},
+ *               "failsafe": {"events", "open"}}, ...],
+ *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy", "user",
+ *              "name"}, ...]}
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.
  */

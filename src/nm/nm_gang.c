@@ -411,6 +411,18 @@ static void *watcher_thread(void *arg)
 	return NULL;
 }
 
+extern void nm_gang_failsafe(uint64_t *nevents, bool *open)
+{
+	*nevents = 0;
+	*open = false;
+	if (!G.sync_ready)
+		return;		/* the module did not start: nothing to tell */
+	pthread_mutex_lock(&G.lock);
+	*nevents = G.failsafe.nevents;
+	*open = G.failsafe.open;
+	pthread_mutex_unlock(&G.lock);
+}
+
 /* "gang": one line of state for stormctl and tests. */
 static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nm_gang.h"
 #include "nm_reject.h"
 
 static _Atomic uint64_t counted[STORM_REJECT_KINDS];
@@ -14,6 +15,8 @@ static struct {
 	storm_node_report_t rep;	/* what the op in flight sends */
 	storm_op_t *op;
 	uint64_t sent[STORM_REJECT_KINDS];
+	uint64_t sent_fs_events;
+	bool sent_fs_open;
 	uint64_t logged[STORM_REJECT_KINDS];
 	time_t last_report, last_log;
 } T;
@@ -52,7 +55,8 @@ static bool report_free(void)
 	return true;
 }
 
-static void report(nm_t *nm, const uint64_t now[])
+static void report(nm_t *nm, const uint64_t now[], uint64_t fs_events,
+		   bool fs_open)
 {
 	storm_set_t mm;
 	int rc;
@@ -62,6 +66,8 @@ static void report(nm_t *nm, const uint64_t now[])
 	T.rep.magic = STORM_REPORT_MAGIC;
 	T.rep.rank = (uint32_t) nm->rank;
 	memcpy(T.rep.rejected, now, sizeof(T.rep.rejected));
+	T.rep.failsafe_events = fs_events;
+	T.rep.failsafe_open = fs_open;
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
 	rc = storm_xfer(nm->ctx, &mm, &T.rep, sizeof(T.rep),
@@ -73,6 +79,8 @@ static void report(nm_t *nm, const uint64_t now[])
 		return;
 	}
 	memcpy(T.sent, now, sizeof(T.sent));
+	T.sent_fs_events = fs_events;
+	T.sent_fs_open = fs_open;
 }
 
 static void summarize(const uint64_t now[])
@@ -89,15 +97,18 @@ static void summarize(const uint64_t now[])
 
 extern void nm_reject_tick(nm_t *nm)
 {
-	uint64_t now[STORM_REJECT_KINDS];
+	uint64_t now[STORM_REJECT_KINDS], fs_events;
 	time_t t = time(NULL);
+	bool fs_open;
 
 	if (t == T.last_report)
 		return;
 	T.last_report = t;
 	nm_reject_counts(nm, now);
-	if (moved(now, T.sent))
-		report(nm, now);
+	nm_gang_failsafe(&fs_events, &fs_open);
+	if (moved(now, T.sent) || fs_events != T.sent_fs_events ||
+	    fs_open != T.sent_fs_open)
+		report(nm, now, fs_events, fs_open);
 	if (t - T.last_log >= NM_REJECT_LOG_S && moved(now, T.logged)) {
 		T.last_log = t;
 		summarize(now);

@@ -11,7 +11,9 @@
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
+#include "src/common/uid.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
 #include "src/common/storm_report.h"
@@ -49,9 +51,10 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	}
 }
 
-/* What node i last reported of the messages it refused (storm_report.h),
- * from this MM's region, where the node managers write it. */
-static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
+/* What node i last reported of the messages it refused and of its
+ * fail-safe (storm_report.h), from this MM's region, where the node
+ * managers write it. */
+static void fill_report(const mm_t *mm, int i, storm_status_node_t *n)
 {
 	const storm_node_report_t *r;
 	size_t size = 0;
@@ -66,6 +69,8 @@ static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
 		return;
 	for (int k = 0; k < STORM_REJECT_KINDS; k++)
 		n->rejected[k] = r->rejected[k];
+	n->failsafe_events = r->failsafe_events;
+	n->failsafe_open = r->failsafe_open ? 1 : 0;
 }
 
 static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
@@ -79,12 +84,13 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 		 mn->drained ? "drained" : mn->live ? "live" : "unreachable");
 	n->ack_us = mn->ack_us;
 	n->misses = mn->misses;
-	fill_rejected(mm, i, n);
+	fill_report(mm, i, n);
 }
 
 static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 {
 	storm_set_t set;
+	char *user;
 
 	storm_set_clear(&set);
 	for (int k = 0; k < mm->nnodes; k++)
@@ -95,13 +101,31 @@ static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 	s->mask = j->mask;
 	storm_set_format(&set, s->nodes, sizeof(s->nodes));
 	snprintf(s->policy, sizeof(s->policy), "%s", mm_job_policy_str(j));
+	user = uid_to_string_cached((uid_t) j->uid);
+	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
+}
+
+/* The jobs' names, for people, under Slurm's job read lock: once per
+ * status (a second), never per quantum. */
+static void job_names(const mm_t *mm, storm_status_job_t *s)
+{
+	slurmctld_lock_t job_read = { .job = READ_LOCK };
+
+	lock_slurmctld(job_read);
+	for (int i = 0; i < mm->matrix.njobs; i++) {
+		job_record_t *jp = find_job_record(mm->matrix.jobs[i].job_id);
+
+		snprintf(s[i].name, sizeof(s[i].name), "%s",
+			 jp && jp->name ? jp->name : "");
+	}
+	unlock_slurmctld(job_read);
 }
 
 static void print_all(const mm_t *mm, FILE *fp)
 {
 	storm_status_hdr_t h;
 	storm_status_node_t n;
-	storm_status_job_t *s = xmalloc(sizeof(*s));
+	storm_status_job_t *s = xcalloc(mm->matrix.njobs + 1, sizeof(*s));
 
 	fill_hdr(mm, &h);
 	storm_status_fprint_hdr(fp, &h);
@@ -109,9 +133,10 @@ static void print_all(const mm_t *mm, FILE *fp)
 		fill_node(mm, i, &n);
 		storm_status_fprint_node(fp, &n);
 	}
+	job_names(mm, s);
 	for (int i = 0; i < mm->matrix.njobs; i++) {
-		fill_job(mm, &mm->matrix.jobs[i], s);
-		storm_status_fprint_job(fp, s);
+		fill_job(mm, &mm->matrix.jobs[i], &s[i]);
+		storm_status_fprint_job(fp, &s[i]);
 	}
 	xfree(s);
 }
