@@ -1,0 +1,147 @@
+// storm-web's page: polls /api/v1/status and /api/v1/events five times a
+// second and redraws.  Every string from the data goes in through
+// textContent, never as markup: job and user names are the users' own.
+"use strict";
+const POLL_MS = 200;
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function hue(id) { return (id * 137) % 360; }
+
+function ranksHas(list, k) {
+  for (const part of list.split(",")) {
+    if (!part) continue;
+    const [a, b] = part.split("-").map(Number);
+    if (k >= a && k <= (isNaN(b) ? a : b)) return true;
+  }
+  return false;
+}
+
+function drawSummary(st) {
+  const h = st.header;
+  const s = document.getElementById("summary");
+  s.textContent = "quantum " + (h.quantum_us / 1000).toFixed(3) + " ms (measured " +
+    (h.period_us / 1000).toFixed(3) + " ms), slot " + (h.nslots ? h.slot : 0) + " of " + h.nslots +
+    ", epoch " + h.epoch + ", " + h.quanta + " quanta, strobe " + h.strobe_us + " us, confirm " +
+    h.confirm_us + " us, status " + st.age_s + " s old" + (st.stale ? " - STALE: the machine manager is not running" : "");
+  s.dataset.slot = h.slot;
+  s.dataset.epoch = h.epoch;
+}
+
+function drawMatrix(st) {
+  const t = document.getElementById("matrix");
+  const rows = [];
+  const head = el("tr");
+  head.appendChild(el("th", "slot"));
+  for (const n of st.nodes) head.appendChild(el("th", n.name));
+  rows.push(head);
+  const nslots = Math.max(st.header.nslots, 1);
+  for (let s = 0; s < nslots; s++) {
+    const tr = el("tr");
+    const running = st.header.nslots > 0 && s === st.header.slot;
+    if (running) tr.className = "running";
+    tr.dataset.slot = s;
+    tr.appendChild(el("th", (running ? "\u25b6 " : "") + s));
+    for (const n of st.nodes) {
+      let owner = null, filler = null;
+      for (const j of st.jobs) {
+        if (!ranksHas(j.nodes, n.rank)) continue;
+        if (j.slot === s) owner = j;
+        else if (j.slot >= 0 && ((j.mask >>> s) & 1) && !filler) filler = j;
+      }
+      const j = owner || filler;
+      const td = el("td", j ? j.job_id : "-", j ? (owner ? "job" : "job fill") : "");
+      if (j) {
+        td.style.background = "hsl(" + hue(j.job_id) + ",70%,70%)";
+        td.title = "job " + j.job_id + " " + (j.name || "") + (owner ? "" : " (filling in)");
+        td.dataset.job = j.job_id;
+      }
+      tr.appendChild(td);
+    }
+    rows.push(tr);
+  }
+  t.replaceChildren(...rows);
+}
+
+function drawNodes(st) {
+  const box = document.getElementById("nodes");
+  const tiles = st.nodes.map(n => {
+    const d = el("div", null, "tile");
+    d.dataset.node = n.name;
+    d.dataset.state = n.view;
+    d.appendChild(el("div", n.name, "name"));
+    d.appendChild(el("span", n.view, "st " + n.view));
+    d.appendChild(el("div", "ack " + (n.ack_us / 1000).toFixed(3) + " ms, misses " + n.misses));
+    const fs = n.failsafe || {events: 0, open: 0};
+    const r = n.rejected || {ctl: 0, bcast: 0, fabric: 0};
+    d.appendChild(el("div", "thaws " + fs.events + ", refused " + r.ctl + "/" + r.bcast + "/" + r.fabric));
+    return d;
+  });
+  box.replaceChildren(...tiles);
+}
+
+function drawJobs(st) {
+  const body = document.querySelector("#jobs tbody");
+  const rows = st.jobs.map(j => {
+    const tr = el("tr");
+    tr.dataset.job = j.job_id;
+    const id = el("td", j.job_id);
+    id.style.background = "hsl(" + hue(j.job_id) + ",70%,70%)";
+    tr.appendChild(id);
+    tr.appendChild(el("td", j.name || "", "name"));
+    tr.appendChild(el("td", j.user || "", "user"));
+    tr.appendChild(el("td", j.slot < 0 ? "none" : j.slot));
+    tr.appendChild(el("td", j.policy || ""));
+    tr.appendChild(el("td", j.nodes));
+    tr.appendChild(el("td", j.mask === 0xffffffff ? "all" : "0x" + j.mask.toString(16)));
+    return tr;
+  });
+  body.replaceChildren(...rows);
+}
+
+function drawEvents(evs) {
+  const ol = document.getElementById("events");
+  const items = evs.slice().reverse().slice(0, 100).map(e => {
+    const li = el("li", new Date(e.time * 1000).toLocaleTimeString() + " " + e.kind + ": " + e.text);
+    li.dataset.kind = e.kind;
+    return li;
+  });
+  ol.replaceChildren(...items);
+}
+
+function showError(msg) {
+  const e = document.getElementById("error");
+  e.hidden = !msg;
+  e.textContent = msg || "";
+}
+
+let polls = 0;
+async function poll() {
+  try {
+    const r = await fetch("/api/v1/status", {cache: "no-store"});
+    const st = await r.json();
+    if (!r.ok) {
+      showError(st.error || ("HTTP " + r.status));
+    } else {
+      showError(st.error ? "last read failed: " + st.error : "");
+      drawSummary(st);
+      drawMatrix(st);
+      drawNodes(st);
+      drawJobs(st);
+    }
+    if (polls++ % 5 === 0) {
+      const e = await fetch("/api/v1/events", {cache: "no-store"});
+      if (e.ok) drawEvents((await e.json()).events);
+    }
+    document.body.dataset.polls = polls;
+  } catch (err) {
+    showError("storm-web does not answer: " + err);
+  }
+  setTimeout(poll, POLL_MS);
+}
+poll();
