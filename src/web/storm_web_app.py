@@ -91,7 +91,11 @@ def make_app(source, static_dir=HERE):
         return _json({"version": 1, "paths": [API + "/status", API + "/header", API + "/nodes",
                                               API + "/jobs", API + "/events"]})
 
+    async def no_icon(request):
+        return web.Response(status=204)
+
     app = web.Application(middlewares=[_guard], client_max_size=1024)
+    app.router.add_get("/favicon.ico", no_icon)
     for path in files:
         app.router.add_get(path, static)
     app.router.add_get("/metrics", metrics)

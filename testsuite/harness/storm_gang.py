@@ -126,9 +126,11 @@ def mm_status(cluster):
     hdr = {k: str(v) for k, v in d["header"].items()}
     nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
                          "misses": str(n["misses"]),
-                         "rejected": n.get("rejected", {})} for n in d["nodes"]}
+                         "rejected": n.get("rejected", {}),
+                         "failsafe": n.get("failsafe", {})} for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
-                               "nodes": j["nodes"]},
+                               "nodes": j["nodes"], "user": j.get("user", ""),
+                               "name": j.get("name", "")},
                               **({"policy": j["policy"]} if j["policy"] else {}))
             for j in d["jobs"]}
     return hdr, nodes, jobs
