@@ -2,7 +2,9 @@
 // second and redraws.  Every string from the data goes in through
 // textContent, never as markup: job and user names are the users' own.
 "use strict";
-const POLL_MS = 200;
+// a poll starts every POLL_MS whatever the last one took: five a second
+// at least, with room for a slow answer
+const POLL_MS = 150;
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -121,18 +123,26 @@ function showError(msg) {
 }
 
 let polls = 0;
+let drawn = "";
 async function poll() {
+  const started = performance.now();
   try {
     const r = await fetch("/api/v1/status", {cache: "no-store"});
     const st = await r.json();
     if (!r.ok) {
       showError(st.error || ("HTTP " + r.status));
     } else {
-      showError(st.error ? "last read failed: " + st.error : "");
-      drawSummary(st);
-      drawMatrix(st);
-      drawNodes(st);
-      drawJobs(st);
+      // the status changes about once a second: redraw only then (or when
+      // its age or the error changes), not at every poll
+      const key = st.seq + "/" + st.age_s + "/" + st.error;
+      if (key !== drawn) {
+        drawn = key;
+        showError(st.error ? "last read failed: " + st.error : "");
+        drawSummary(st);
+        drawMatrix(st);
+        drawNodes(st);
+        drawJobs(st);
+      }
     }
     if (polls++ % 5 === 0) {
       const e = await fetch("/api/v1/events", {cache: "no-store"});
@@ -142,6 +152,6 @@ async function poll() {
   } catch (err) {
     showError("storm-web does not answer: " + err);
   }
-  setTimeout(poll, POLL_MS);
+  setTimeout(poll, Math.max(0, POLL_MS - (performance.now() - started)));
 }
 poll();

@@ -68,7 +68,8 @@ def make_app(source, static_dir=HERE):
         st, err = await source.get()
         if st is None:
             return _unavailable(err)
-        return _json(dict(st, error=err, served=time.time()))
+        # seq: which read this is; the page redraws only when it moves
+        return _json(dict(st, error=err, served=time.time(), seq=source.reads))
 
     async def part(request):
         st, err = await source.get()
