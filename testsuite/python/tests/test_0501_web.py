@@ -9,7 +9,9 @@ A failing test leaves the browser's screenshot and the page's HTML in the
 cluster's log directory (web-failure-TEST.png/.html); the first test keeps
 a screenshot of the live page there as web-page.png either way."""
 import contextlib
+import json
 import os
+import re
 import signal
 import socket
 
@@ -169,6 +171,15 @@ def test_metrics_agree_with_stormctl_show(gangweb, web, pair):
             assert m[("storm_node_rejected_messages_total", (("kind", kind), ("node", n)))] >= k
         assert m[("storm_node_failsafe_thaws_total", (("node", n),))] == v["failsafe"]["events"]
     assert m[("storm_nodes", (("state", "live"),))] == len(NODES)
+    # every metric the Grafana dashboard draws is there
+    dash = os.path.join(os.path.dirname(__file__), "..", "..", "..", "contribs", "grafana",
+                        "storm-dashboard.json")
+    with open(dash) as f:
+        exprs = [t["expr"] for p in json.load(f)["panels"] for t in p["targets"]]
+    names = {k[0] for k in m}
+    for e in exprs:
+        for name in re.findall(r"storm_[a-z_]+", e):
+            assert name in names, (name, e)
     # OpenMetrics when asked for
     st, hdrs, body = web.request("/metrics", headers={"Accept": "application/openmetrics-text"})
     assert st == 200 and "openmetrics" in hdrs["Content-Type"], hdrs
