@@ -150,6 +150,24 @@ extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
 	return fputc('\n', fp) == EOF ? -1 : 1;
 }
 
+/* A ranks list as one token: "-" for none. */
+static const char *ranks_token(const char *r)
+{
+	return r[0] ? r : "-";
+}
+
+extern int storm_status_fprint_bcast(FILE *fp, const storm_status_bcast_t *b)
+{
+	return fprintf(fp, "bcast %d %s key=%" PRIx64 " job=%" PRIu32 " phase=%s size=%" PRIu64
+		       " received=%" PRIu64 " nodes=%" PRIu32 " start_us=%" PRId64
+		       " elapsed_us=%" PRIu64 " ready=%s done=%s count=%" PRIu64
+		       " failed=%" PRIu64 " bytes=%" PRIu64 "\n",
+		       b->relay, b->name, b->key, b->job_id, b->phase, b->size,
+		       b->received, b->nnodes, b->start_us, b->elapsed_us,
+		       ranks_token(b->ready), ranks_token(b->done), b->count,
+		       b->failed, b->bytes);
+}
+
 static char *tmp_path(const char *path)
 {
 	size_t len = strlen(path) + sizeof(".tmp");
@@ -302,9 +320,33 @@ static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 	return 0;
 }
 
+static int parse_bcast_line(storm_status_t *st, int *cap, const char *line)
+{
+	storm_status_bcast_t *b;
+
+	if (grow((void **) &st->bcasts, st->nbcasts, cap, sizeof(*b)))
+		return -ENOMEM;
+	b = &st->bcasts[st->nbcasts];
+	memset(b, 0, sizeof(*b));
+	if (sscanf(line, "bcast %d %63s key=%" SCNx64 " job=%" SCNu32 " phase=%15s size=%" SCNu64
+		   " received=%" SCNu64 " nodes=%" SCNu32 " start_us=%" SCNd64
+		   " elapsed_us=%" SCNu64 " ready=%4095s done=%4095s count=%" SCNu64
+		   " failed=%" SCNu64 " bytes=%" SCNu64,
+		   &b->relay, b->name, &b->key, &b->job_id, b->phase, &b->size,
+		   &b->received, &b->nnodes, &b->start_us, &b->elapsed_us,
+		   b->ready, b->done, &b->count, &b->failed, &b->bytes) != 15)
+		return 0;
+	if (!strcmp(b->ready, "-"))
+		b->ready[0] = '\0';
+	if (!strcmp(b->done, "-"))
+		b->done[0] = '\0';
+	st->nbcasts++;
+	return 0;
+}
+
 extern int storm_status_parse(const char *text, storm_status_t *st)
 {
-	int node_cap = 0, job_cap = 0, rc = 0;
+	int node_cap = 0, job_cap = 0, bcast_cap = 0, rc = 0;
 	bool versioned = false;
 
 	memset(st, 0, sizeof(*st));
@@ -323,6 +365,12 @@ extern int storm_status_parse(const char *text, storm_status_t *st)
 			snprintf(buf, sizeof(buf), "%.*s",
 				 (int) strcspn(line, "\n"), line);
 			rc = parse_job_line(st, &job_cap, buf);
+		} else if (!strncmp(line, "bcast ", 6)) {
+			char buf[2 * STORM_STATUS_RANKSLEN + 512];
+
+			snprintf(buf, sizeof(buf), "%.*s",
+				 (int) strcspn(line, "\n"), line);
+			rc = parse_bcast_line(st, &bcast_cap, buf);
 		} else if (parse_hdr_line(&st->hdr, line)) {
 			versioned = true;
 		}
@@ -358,6 +406,7 @@ extern void storm_status_free(storm_status_t *st)
 {
 	free(st->nodes);
 	free(st->jobs);
+	free(st->bcasts);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -433,6 +482,23 @@ static void json_job(FILE *fp, const storm_status_job_t *j)
 	fputc('}', fp);
 }
 
+static void json_bcast(FILE *fp, const storm_status_bcast_t *b)
+{
+	fprintf(fp, "{\"relay\":%d,\"name\":", b->relay);
+	json_str(fp, b->name);
+	fprintf(fp, ",\"key\":\"%" PRIx64 "\",\"job_id\":%" PRIu32 ",\"phase\":",
+		b->key, b->job_id);
+	json_str(fp, b->phase);
+	fprintf(fp, ",\"size\":%" PRIu64 ",\"received\":%" PRIu64 ",\"nnodes\":%" PRIu32
+		",\"start_us\":%" PRId64 ",\"elapsed_us\":%" PRIu64 ",\"ready\":",
+		b->size, b->received, b->nnodes, b->start_us, b->elapsed_us);
+	json_str(fp, b->ready);
+	fputs(",\"done\":", fp);
+	json_str(fp, b->done);
+	fprintf(fp, ",\"count\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+		b->count, b->failed, b->bytes);
+}
+
 extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)
 {
 	fputs("{\"header\":{", fp);
@@ -450,6 +516,11 @@ extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)
 	for (int i = 0; i < st->njobs; i++) {
 		fputs(i ? ",\n" : "\n", fp);
 		json_job(fp, &st->jobs[i]);
+	}
+	fputs("],\n\"bcasts\":[", fp);
+	for (int i = 0; i < st->nbcasts; i++) {
+		fputs(i ? ",\n" : "\n", fp);
+		json_bcast(fp, &st->bcasts[i]);
 	}
 	fputs("]}\n", fp);
 	return ferror(fp) ? -1 : 0;

@@ -13,6 +13,9 @@
  *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
  *        failsafe=N,OPEN
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY user=USER name=NAME
+ *   bcast RANK NAME key=HEX job=J phase=PHASE size=N received=N nodes=N
+ *         start_us=N elapsed_us=N ready=RANKS done=RANKS count=N failed=N
+ *         bytes=N                  (one line)
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
  * bit s of M is set when the job runs in slot s (0xffffffff: in every
@@ -28,6 +31,15 @@
  * '!'..'~', and '%', written %XX, so that a name with spaces or markup
  * stays one token; the reader decodes them.  Older files lack failsafe,
  * user and name.
+ *
+ * A bcast line is what relay RANK (node NAME) last reported of its
+ * broadcasts (storm_report.h, storm_relay_report_t): the latest one, in
+ * flight (PHASE manifest, ready, data, confirm, go) or ended (done,
+ * failed); its file's size and the bytes srun sent so far; the number of
+ * nodes besides the relay, and of those the ranks ready for the data and
+ * the ranks that hold the file ("" as "-"); when it started (CLOCK_REALTIME
+ * microseconds) and how long it ran; and the relay's totals: broadcasts,
+ * failures, bytes delivered.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -96,12 +108,29 @@ typedef struct storm_status_job {
 	char name[STORM_STATUS_JOBNAMELEN];	/* decoded; "" when absent */
 } storm_status_job_t;
 
+typedef struct storm_status_bcast {
+	int relay;			/* the relay's rank */
+	char name[STORM_STATUS_NAMELEN];
+	uint64_t key;
+	uint32_t job_id;
+	char phase[STORM_STATUS_POLICYLEN];
+	uint64_t size, received;
+	uint32_t nnodes;
+	int64_t start_us;
+	uint64_t elapsed_us;
+	char ready[STORM_STATUS_RANKSLEN];	/* "" when none */
+	char done[STORM_STATUS_RANKSLEN];
+	uint64_t count, failed, bytes;
+} storm_status_bcast_t;
+
 typedef struct storm_status {
 	storm_status_hdr_t hdr;
 	storm_status_node_t *nodes;	/* in file order */
 	int nnodes;
 	storm_status_job_t *jobs;
 	int njobs;
+	storm_status_bcast_t *bcasts;
+	int nbcasts;
 } storm_status_t;
 
 /* "DIR/storm-mm.status" into buf; -ENAMETOOLONG if it does not fit. */
@@ -111,6 +140,7 @@ extern int storm_status_path(const char *dir, char *buf, size_t len);
 extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h);
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n);
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j);
+extern int storm_status_fprint_bcast(FILE *fp, const storm_status_bcast_t *b);
 
 /*
  * Writer: open PATH.tmp for writing (NULL and errno on failure), and
@@ -139,7 +169,11 @@ extern void storm_status_free(storm_status_t *st);
  *               "rejected": {"ctl", "bcast", "fabric"},
  *               "failsafe": {"events", "open"}}, ...],
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy", "user",
- *              "name"}, ...]}
+ *              "name"}, ...],
+ *    "bcasts": [{"relay", "name", "key", "job_id", "phase", "size",
+ *                "received", "nnodes", "start_us", "elapsed_us", "ready",
+ *                "done", "count", "failed", "bytes"}, ...]}
+ * (key as a hex string: it may not fit a double)
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.
  */

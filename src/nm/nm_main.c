@@ -24,6 +24,7 @@
 
 #include "nm.h"
 #include "nm_reject.h"
+#include "nm_relay_report.h"
 #include "nm_watchdog.h"
 
 /* Exit codes the SPANK plugin reports. */
@@ -302,6 +303,7 @@ done:
 	}
 	nm_watchdog_stop();	/* after the modules thawed what they switched */
 	nm_reject_fini();
+	nm_relay_report_fini();
 	nm_ctl_close(nm);
 	nm_fabric_close(nm);
 	slurm_fini();

@@ -106,6 +106,40 @@ function drawJobs(st) {
   body.replaceChildren(...rows);
 }
 
+function rankNames(st, list) {
+  if (!list) return [];
+  return st.nodes.filter(n => ranksHas(list, n.rank)).map(n => n.name);
+}
+
+function drawBcasts(st) {
+  const body = document.querySelector("#bcasts tbody");
+  const rows = (st.bcasts || []).map(b => {
+    const tr = el("tr", null, b.in_flight ? "inflight" : b.phase);
+    tr.dataset.relay = b.name;
+    tr.dataset.phase = b.phase;
+    tr.dataset.job = b.job_id;
+    const pct = b.size ? Math.floor(100 * b.received / b.size) : 100;
+    const ready = rankNames(st, b.ready), done = rankNames(st, b.done);
+    tr.appendChild(el("td", b.name));
+    tr.appendChild(el("td", b.job_id));
+    tr.appendChild(el("td", b.phase, "phase"));
+    const prog = el("td", null, "progress");
+    const bar = el("progress");
+    bar.max = 100;
+    bar.value = pct;
+    prog.appendChild(bar);
+    prog.appendChild(el("span", " " + pct + "% of " + (b.size / 1048576).toFixed(1) + " MiB"));
+    tr.appendChild(prog);
+    tr.appendChild(el("td", ready.length + "/" + b.nnodes + (ready.length ? " " + ready.join(",") : ""), "ready"));
+    tr.appendChild(el("td", done.length + "/" + b.nnodes + (done.length ? " " + done.join(",") : ""), "done"));
+    tr.appendChild(el("td", (b.elapsed_us / 1000).toFixed(1) + " ms"));
+    tr.appendChild(el("td", b.elapsed_us ? (b.size / b.elapsed_us).toFixed(1) + " MB/s" : "-"));
+    tr.appendChild(el("td", b.count + " (" + b.failed + ")"));
+    return tr;
+  });
+  body.replaceChildren(...rows);
+}
+
 function drawEvents(evs) {
   const ol = document.getElementById("events");
   const items = evs.slice().reverse().slice(0, 100).map(e => {
@@ -142,6 +176,7 @@ async function poll() {
         drawMatrix(st);
         drawNodes(st);
         drawJobs(st);
+        drawBcasts(st);
       }
     }
     if (polls++ % 5 === 0) {

@@ -75,6 +75,23 @@ def _families(st, err, reads):
         count.add_metric([v], k)
     yield from (ack, miss, state, rej, fs, fso, count)
 
+    bc = c("storm_relay_broadcasts", "Broadcasts this node relayed for srun", labels=["node"])
+    bf = c("storm_relay_broadcast_failures", "Broadcasts this node relayed that failed", labels=["node"])
+    bb = c("storm_relay_broadcast_bytes", "Bytes delivered by the broadcasts this node relayed",
+           labels=["node"])
+    bl = g("storm_relay_broadcast_last_seconds",
+           "Duration of the relay's latest broadcast (so far, while in flight)", labels=["node"])
+    inflight = 0
+    for b in st.get("bcasts", []):
+        bc.add_metric([b["name"]], b["count"])
+        bf.add_metric([b["name"]], b["failed"])
+        bb.add_metric([b["name"]], b["bytes"])
+        bl.add_metric([b["name"]], b["elapsed_us"] / 1e6)
+        inflight += 1 if b["in_flight"] else 0
+    bi = g("storm_broadcasts_in_flight", "Broadcasts the relays report in flight")
+    bi.add_metric([], inflight)
+    yield from (bc, bf, bb, bl, bi)
+
     jobs = g("storm_jobs", "Jobs in the matrix by policy", labels=["policy"])
     by_policy = {}
     for j in st["jobs"]:

@@ -66,6 +66,20 @@ def _events(old, new, now):
     for jid in ojobs:
         if jid not in njobs:
             out.append((now, "job", "job %d left the matrix" % jid))
+    obc = {b["relay"]: b for b in old.get("bcasts", [])}
+    for b in new.get("bcasts", []):
+        o = obc.get(b["relay"])
+        what = "broadcast of job %d from %s (%d bytes to %d nodes)" % (
+            b["job_id"], b["name"], b["size"], b["nnodes"])
+        if o is None or o["key"] != b["key"] or o["count"] != b["count"]:
+            if b["in_flight"]:
+                out.append((now, "broadcast", what + ": started"))
+            else:
+                out.append((now, "broadcast", what + ": %s in %.1f ms" % (
+                    b["phase"], b["elapsed_us"] / 1000.0)))
+        elif o["in_flight"] and not b["in_flight"]:
+            out.append((now, "broadcast", what + ": %s in %.1f ms" % (
+                b["phase"], b["elapsed_us"] / 1000.0)))
     d = new["header"].get("rejected_mm", 0) - old["header"].get("rejected_mm", 0)
     if d > 0:
         out.append((now, "rejected", "machine manager: %d fabric message(s) refused" % d))
@@ -117,6 +131,8 @@ class StatusSource:
         d["stale"] = stale
         for n in d["nodes"]:
             n["view"] = node_view(n, stale)
+        for b in d.setdefault("bcasts", []):
+            b["in_flight"] = b["phase"] not in ("done", "failed")
         return d
 
     async def get(self):

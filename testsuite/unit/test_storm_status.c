@@ -186,6 +186,45 @@ START_TEST(json_form)
 }
 END_TEST
 
+START_TEST(bcast_lines)
+{
+	storm_status_bcast_t b = { 0 };
+	storm_status_t st;
+	char *buf = NULL, *json = NULL;
+	size_t len = 0, jlen = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	b.relay = 2;
+	snprintf(b.name, sizeof(b.name), "node3");
+	b.key = 0xfedcba9876543210ULL;
+	b.job_id = 12;
+	snprintf(b.phase, sizeof(b.phase), "data");
+	b.size = 1000000;
+	b.received = 4096;
+	b.nnodes = 3;
+	b.start_us = 1700000000123456LL;
+	b.elapsed_us = 2500;
+	snprintf(b.ready, sizeof(b.ready), "0-1,3");
+	b.count = 5;
+	b.failed = 1;
+	b.bytes = 77;
+	fputs("version=1\n", fp);
+	ck_assert_int_gt(storm_status_fprint_bcast(fp, &b), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(buf, "bcast 2 node3 key=fedcba9876543210 job=12 phase=data size=1000000 received=4096 nodes=3 start_us=1700000000123456 elapsed_us=2500 ready=0-1,3 done=- count=5 failed=1 bytes=77\n"));
+	ck_assert_int_eq(storm_status_parse(buf, &st), 0);
+	ck_assert_int_eq(st.nbcasts, 1);
+	ck_assert_mem_eq(&st.bcasts[0], &b, sizeof(b));
+	fp = open_memstream(&json, &jlen);
+	ck_assert_int_eq(storm_status_fprint_json(fp, &st), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(json, "\"bcasts\":[\n{\"relay\":2,\"name\":\"node3\",\"key\":\"fedcba9876543210\",\"job_id\":12,\"phase\":\"data\",\"size\":1000000,\"received\":4096,\"nnodes\":3,\"start_us\":1700000000123456,\"elapsed_us\":2500,\"ready\":\"0-1,3\",\"done\":\"\",\"count\":5,\"failed\":1,\"bytes\":77}]}"));
+	storm_status_free(&st);
+	free(json);
+	free(buf);
+}
+END_TEST
+
 START_TEST(ranks_lists)
 {
 	ck_assert(storm_status_ranks_has("0-3,7", 0));
@@ -202,6 +241,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("status");
 
 	tcase_add_test(tc, writer_format);
+	tcase_add_test(tc, bcast_lines);
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, policy_optional_and_junk_skipped);
 	tcase_add_test(tc, not_a_status_file);

@@ -1,19 +1,22 @@
 """storm-web: a real gang cluster, storm-web on its Machine Manager's
 status, and Debian's headless Chromium on the page, checking what a person
 would see: two gang jobs in two slots on the same nodes, the running slot
-changing, a job with a hostile name shown as text, a node turning drained
-after its node manager is killed; /metrics parsed by prometheus_client
+changing, a job with a hostile name shown as text, a broadcast appearing
+with its progress and finishing, a node turning drained after its node
+manager is killed; /metrics parsed by prometheus_client
 agreeing with `stormctl show`; bad requests answered, never a crash.
 
 A failing test leaves the browser's screenshot and the page's HTML in the
 cluster's log directory (web-failure-TEST.png/.html); the first test keeps
-a screenshot of the live page there as web-page.png either way."""
+a screenshot of the live page there as web-page.png either way, and one
+with the broadcast in flight as web-page-bcast.png."""
 import contextlib
 import json
 import os
 import re
 import signal
 import socket
+import subprocess
 
 import pytest
 
@@ -33,7 +36,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 def gangweb(make_gang_cluster):
     return make_gang_cluster("gangweb", 4,
                              "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
-                             "SuspectQuanta=5\n" % Q_MS,
+                             "SuspectQuanta=50\n" % Q_MS,
                              "OverSubscribe=FORCE:3")
 
 
@@ -207,6 +210,65 @@ def test_bad_requests_get_errors_never_a_crash(web, pair):
     assert web.alive()
     st, hdrs, _ = web.request("/")
     assert st == 200 and "script-src 'self'" in hdrs["Content-Security-Policy"]
+
+
+def _bcasts_shown(d):
+    """[(relay, job, phase, progress text, done text)] as the page shows them."""
+    return d.execute_script("""
+        return Array.from(document.querySelectorAll('#bcasts tbody tr')).map(tr =>
+            [tr.dataset.relay, Number(tr.dataset.job), tr.dataset.phase,
+             tr.cells[3].innerText, tr.cells[5].innerText]);""")
+
+
+# Big enough that the broadcast outlasts a status or two (the MM writes
+# its status once a second) on loopback here; the script itself is a
+# few lines and a comment.
+BCAST_MB = 192
+
+
+def test_broadcast_appears_with_progress_and_finishes(gangweb, web, pair, page):
+    c = gangweb
+    d = page
+    share = c.path("share")
+    os.makedirs(share, exist_ok=True)
+    script = os.path.join(share, "big.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+        f.truncate(BCAST_MB << 20)
+    os.chmod(script, 0o755)
+    env = dict(c.env, SLURM_STORM_BCAST="yes")
+    seen = []
+    try:
+        p = subprocess.Popen(["srun", "-N4", "-w", ",".join(NODES), "--ntasks-per-node=1", script],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+        def finished():
+            rows = _bcasts_shown(d)
+            if any(r[2] == "data" for r in rows) and not any(r[2] == "data" for r in seen):
+                d.save_screenshot(c.path("log", "web-page-bcast.png"))
+            seen.extend(r for r in rows if r not in seen)
+            return any(r[2] == "done" for r in rows) and p.poll() is not None
+
+        wait_for(finished, 180, "the broadcast shown done")
+        out = p.communicate()[0].decode(errors="replace")
+        assert p.returncode == 0, out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.unlink(script)
+    inflight = [r for r in seen if r[2] not in ("done", "failed")]
+    assert inflight, "the page never showed the broadcast in flight: %s" % seen
+    # progress: part of the file, or the nodes' readiness, before the end
+    assert any(r[3].split("%")[0].strip() != "100" or r[2] in ("ready", "manifest")
+               for r in inflight), seen
+    done = [r for r in seen if r[2] == "done"][-1]
+    assert done[4].startswith("3/3"), done    # the three nodes besides the relay
+    print("broadcast as the page showed it: %s" % seen)
+    # /metrics counts it for its relay
+    m = _metrics(web)
+    assert m[("storm_relay_broadcasts_total", (("node", done[0]),))] >= 1
+    assert m[("storm_relay_broadcast_bytes_total", (("node", done[0]),))] >= BCAST_MB << 20
 
 
 def test_node_turns_drained_after_its_node_manager_is_killed(gangweb, web, pair, page):

@@ -14,6 +14,8 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "src/common/storm_report.h"
+
 #include "mm_fabric.h"
 
 #define MM_MIN_TIMEOUT_MS 100
@@ -107,8 +109,9 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.rank = mm->nnodes;
 	cfg.nodes = (const char *const *) mm->node_addrs;
 	cfg.nnodes = mm->nnodes + 1;
-	/* the MM only sends, but for the nodes' reports (storm_report.h) */
-	cfg.region_size = 64 * 1024;
+	/* the MM only sends, but for the nodes' and relays' reports
+	 * (storm_report.h) */
+	cfg.region_size = STORM_REPORT_REGION_SIZE;
 	cfg.arity = (int) mm->conf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);
 	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */

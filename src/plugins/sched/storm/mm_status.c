@@ -121,11 +121,62 @@ static void job_names(const mm_t *mm, storm_status_job_t *s)
 	unlock_slurmctld(job_read);
 }
 
+/* The reports in the MM's region, where the node managers write them. */
+static const uint8_t *report_region(const mm_t *mm, size_t *size)
+{
+	*size = 0;
+	return mm->ctx ? storm_region_ptr(mm->ctx, size) : NULL;
+}
+
+static void ranks_format(const uint64_t *bits, char *out, size_t len)
+{
+	storm_set_t set;
+
+	memcpy(set.bits, bits, sizeof(set.bits));
+	storm_set_format(&set, out, len);
+}
+
+/* Relay i's latest broadcast (storm_report.h) as a status line; false when
+ * node i never relayed one. */
+static bool fill_bcast(const mm_t *mm, int i, storm_status_bcast_t *b)
+{
+	storm_relay_report_t r;
+	size_t size;
+	const uint8_t *region = report_region(mm, &size);
+
+	if (!region || i >= STORM_REPORT_MAX_RANKS ||
+	    storm_relay_report_off(i) + sizeof(r) > size)
+		return false;
+	/* a copy: the relay may be writing the next one meanwhile (a torn
+	 * record shows at worst one report stale fields) */
+	memcpy(&r, region + storm_relay_report_off(i), sizeof(r));
+	if (r.magic != STORM_RELAY_REPORT_MAGIC || r.rank != (uint32_t) i)
+		return false;
+	memset(b, 0, sizeof(*b));
+	b->relay = i;
+	snprintf(b->name, sizeof(b->name), "%s", mm->node_names[i]);
+	b->key = r.key;
+	b->job_id = r.job_id;
+	snprintf(b->phase, sizeof(b->phase), "%s", storm_relay_phase_str(r.phase));
+	b->size = r.size;
+	b->received = r.received;
+	b->nnodes = r.nnodes;
+	b->start_us = r.start_us;
+	b->elapsed_us = r.elapsed_us;
+	ranks_format(r.ready, b->ready, sizeof(b->ready));
+	ranks_format(r.done, b->done, sizeof(b->done));
+	b->count = r.count;
+	b->failed = r.failed;
+	b->bytes = r.bytes;
+	return true;
+}
+
 static void print_all(const mm_t *mm, FILE *fp)
 {
 	storm_status_hdr_t h;
 	storm_status_node_t n;
 	storm_status_job_t *s = xcalloc(mm->matrix.njobs + 1, sizeof(*s));
+	storm_status_bcast_t *b;
 
 	fill_hdr(mm, &h);
 	storm_status_fprint_hdr(fp, &h);
@@ -139,6 +190,11 @@ static void print_all(const mm_t *mm, FILE *fp)
 		storm_status_fprint_job(fp, &s[i]);
 	}
 	xfree(s);
+	b = xmalloc(sizeof(*b));
+	for (int i = 0; i < mm->nnodes; i++)
+		if (fill_bcast(mm, i, b))
+			storm_status_fprint_bcast(fp, b);
+	xfree(b);
 }
 
 extern void mm_status_write(const mm_t *mm)
