@@ -133,7 +133,9 @@ function drawBcasts(st) {
     tr.appendChild(el("td", ready.length + "/" + b.nnodes + (ready.length ? " " + ready.join(",") : ""), "ready"));
     tr.appendChild(el("td", done.length + "/" + b.nnodes + (done.length ? " " + done.join(",") : ""), "done"));
     tr.appendChild(el("td", (b.elapsed_us / 1000).toFixed(1) + " ms"));
-    tr.appendChild(el("td", b.elapsed_us ? (b.size / b.elapsed_us).toFixed(1) + " MB/s" : "-"));
+    // a rate only for a finished broadcast: in flight, size over the time
+    // so far would be a guess
+    tr.appendChild(el("td", !b.in_flight && b.elapsed_us ? (b.size / b.elapsed_us).toFixed(1) + " MB/s" : "-"));
     tr.appendChild(el("td", b.count + " (" + b.failed + ")"));
     return tr;
   });

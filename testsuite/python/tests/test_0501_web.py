@@ -17,6 +17,7 @@ import re
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -36,7 +37,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 def gangweb(make_gang_cluster):
     return make_gang_cluster("gangweb", 4,
                              "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
-                             "SuspectQuanta=50\n" % Q_MS,
+                             "SuspectQuanta=250\n" % Q_MS,
                              "OverSubscribe=FORCE:3")
 
 
@@ -150,6 +151,8 @@ def _metrics(web):
     assert st == 200 and hdrs["Content-Type"].startswith("text/plain"), (st, hdrs)
     out = {}
     for fam in prom_parser.text_string_to_metric_families(body.decode()):
+        # a family without samples yet (no broadcast so far) is still there
+        out[(fam.name + ("_total" if fam.type == "counter" else ""), "family")] = None
         for s in fam.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
@@ -158,6 +161,9 @@ def _metrics(web):
 def test_metrics_agree_with_stormctl_show(gangweb, web, pair):
     c = gangweb
     hdr0, nodes, jobs = g.mm_status(c)
+    # storm-web looks at the file at most every 0.1 s: after that it has
+    # seen this status or a newer one
+    time.sleep(0.3)
     m = _metrics(web)
     hdr1, _, _ = g.mm_status(c)
     assert m[("storm_web_status_up", ())] == 1
