@@ -434,7 +434,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	rc = 0;
 done:
 	if (reported)
-		nm_relay_report_end(key, rc == 0);
+		nm_relay_report_end(key, size, rc == 0);
 	if (f)
 		nm_bcast_finish(f, false);
 	if (uid != (uid_t) -1)

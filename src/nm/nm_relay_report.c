@@ -2,7 +2,8 @@
  * nm_relay_report.c - this relay's broadcasts, reported to the Machine
  * Manager (nm_relay_report.h).  One record: the broadcast in flight that
  * started last, else the last one that ended; several at once keep only
- * the newest in view (the totals count them all).
+ * the newest in view (the totals, kept in that record across broadcasts,
+ * count them all).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +16,6 @@ static struct {
 	pthread_mutex_t lock;
 	storm_relay_report_t cur;	/* under lock */
 	uint64_t start_mono_us;		/* of cur */
-	int inflight;			/* broadcasts begun, not ended */
 	/* the control loop's own */
 	storm_relay_report_t out;	/* what the op in flight sends */
 	storm_op_t *op;
@@ -66,7 +66,6 @@ extern void nm_relay_report_begin(uint64_t key, uint32_t job, uint64_t size,
 	r->count++;
 	r->seq = seq + 1;
 	P.start_mono_us = now_us(CLOCK_MONOTONIC);
-	P.inflight++;
 	pthread_mutex_unlock(&P.lock);
 }
 
@@ -110,15 +109,13 @@ extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
 	pthread_mutex_unlock(&P.lock);
 }
 
-extern void nm_relay_report_end(uint64_t key, bool ok)
+extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok)
 {
 	storm_relay_report_t *r;
 
 	pthread_mutex_lock(&P.lock);
-	if (P.inflight > 0)
-		P.inflight--;
 	if (ok)
-		P.cur.bytes += P.cur.key == key ? P.cur.size : 0;
+		P.cur.bytes += size;
 	else
 		P.cur.failed++;
 	if ((r = mine(key))) {
