@@ -1,12 +1,12 @@
 /*
  * storm_report.h - what a node manager reports to the Machine Manager
- * besides its acknowledgements: the messages it refused, by kind, and its
+ * besides its acknowledgements: the messages it refused, by kind, its
  * fail-safe (how often it thawed everything for lack of strobes, and
- * whether it is open now).
+ * whether it is open now) and how late it switches after a strobe is sent.
  *
  * Each node manager writes one storm_node_report_t with XFER-AND-SIGNAL
  * into the Machine Manager's region at storm_report_off(rank), once a
- * second and only when a count or the fail-safe moved; the MM copies them into its status
+ * second and only when something in it moved; the MM copies them into its status
  * file (storm_status.h), where `stormctl show` shows them.  Needs
  * stormmech.h (storm_stats_t, STORM_MAX_RANKS).  Counts only
  * grow; a reader takes a torn report at worst one second stale.
@@ -35,7 +35,8 @@ typedef struct storm_node_report {
 	uint64_t rejected[STORM_REJECT_KINDS];
 	uint64_t failsafe_events;	/* nm_failsafe_t.nevents */
 	uint32_t failsafe_open;		/* 1 while it is open */
-	uint32_t pad;
+	uint32_t has_lag;		/* switch_lag_us is set */
+	int64_t switch_lag_us;		/* nm_gang_switch_lag() */
 } storm_node_report_t;
 
 /* What of libstormmech's counts is a refusal: messages that failed their

@@ -94,12 +94,16 @@ extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h)
 
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 {
-	return fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
-		       " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		       " failsafe=%" PRIu64 ",%" PRIu32 "\n",
-		       n->rank, n->name, n->state, n->ack_us, n->misses,
-		       n->rejected[0], n->rejected[1], n->rejected[2],
-		       n->failsafe_events, n->failsafe_open);
+	if (fprintf(fp, "node %d %s state=%s ack_us=%" PRIu64 " misses=%" PRIu32
+		    " rejected=%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		    " failsafe=%" PRIu64 ",%" PRIu32,
+		    n->rank, n->name, n->state, n->ack_us, n->misses,
+		    n->rejected[0], n->rejected[1], n->rejected[2],
+		    n->failsafe_events, n->failsafe_open) < 0)
+		return -1;
+	if (n->has_lag && fprintf(fp, " lag_us=%" PRId64, n->switch_lag_us) < 0)
+		return -1;
+	return fputc('\n', fp) == EOF ? -1 : 1;
 }
 
 /* A user string as one token: bytes outside '!'..'~', and '%', as %XX. */
@@ -272,14 +276,19 @@ static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_node_t n = { 0 };
 
-	/* rejected= and failsafe= are optional: older files lack them */
-	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
-		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64
-		   " failsafe=%" SCNu64 ",%" SCNu32,
-		   &n.rank, n.name, n.state, &n.ack_us, &n.misses,
-		   &n.rejected[0], &n.rejected[1], &n.rejected[2],
-		   &n.failsafe_events, &n.failsafe_open) < 5)
+	int got;
+
+	/* rejected=, failsafe= and lag_us= are optional: older files and
+	 * nodes that have not reported lack them */
+	got = sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
+		     " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64
+		     " failsafe=%" SCNu64 ",%" SCNu32 " lag_us=%" SCNd64,
+		     &n.rank, n.name, n.state, &n.ack_us, &n.misses,
+		     &n.rejected[0], &n.rejected[1], &n.rejected[2],
+		     &n.failsafe_events, &n.failsafe_open, &n.switch_lag_us);
+	if (got < 5)
 		return 0;
+	n.has_lag = got == 11;
 	if (grow((void **) &st->nodes, st->nnodes, cap, sizeof(n)))
 		return -ENOMEM;
 	st->nodes[st->nnodes++] = n;
@@ -463,9 +472,13 @@ static void json_node(FILE *fp, const storm_status_node_t *n)
 	fprintf(fp, ",\"ack_us\":%" PRIu64 ",\"misses\":%" PRIu32
 		",\"rejected\":{\"ctl\":%" PRIu64 ",\"bcast\":%" PRIu64
 		",\"fabric\":%" PRIu64 "},\"failsafe\":{\"events\":%" PRIu64
-		",\"open\":%" PRIu32 "}}",
+		",\"open\":%" PRIu32 "},\"switch_lag_us\":",
 		n->ack_us, n->misses, n->rejected[0], n->rejected[1],
 		n->rejected[2], n->failsafe_events, n->failsafe_open);
+	if (n->has_lag)
+		fprintf(fp, "%" PRId64 "}", n->switch_lag_us);
+	else
+		fputs("null}", fp);
 }
 
 static void json_job(FILE *fp, const storm_status_job_t *j)

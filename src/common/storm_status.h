@@ -11,7 +11,7 @@
  *
  *   KEY=VALUE                      the header, the keys below, in order
  *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
- *        failsafe=N,OPEN
+ *        failsafe=N,OPEN [lag_us=N]
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY user=USER name=NAME
  *   bcast RANK NAME key=HEX job=J phase=PHASE size=N received=N nodes=N
  *         start_us=N elapsed_us=N ready=RANKS done=RANKS count=N failed=N
@@ -27,6 +27,10 @@
  * failsafe is what the node last reported of its fail-safe: how often it
  * thawed everything for lack of strobes, and 1 while it is open (a node
  * that cannot reach the MM cannot say so: the count tells afterwards).
+ * lag_us, when the node has reported one, is how late it switches after a
+ * strobe is sent (the median of its last strobes, from the MM's clock to
+ * the node's: meaningful with synchronized clocks; negative when the
+ * node's clock runs behind); the spread over the nodes is the switch skew.
  * USER and NAME are the job's owner and name with every byte outside
  * '!'..'~', and '%', written %XX, so that a name with spaces or markup
  * stays one token; the reader decodes them.  Older files lack failsafe,
@@ -96,6 +100,8 @@ typedef struct storm_status_node {
 	uint64_t rejected[3];		/* ctl, bcast, fabric (storm_report.h) */
 	uint64_t failsafe_events;	/* fail-safe thaws, as last reported */
 	uint32_t failsafe_open;		/* 1: open at the last report */
+	bool has_lag;			/* switch_lag_us reported */
+	int64_t switch_lag_us;
 } storm_status_node_t;
 
 typedef struct storm_status_job {
@@ -167,7 +173,8 @@ extern void storm_status_free(storm_status_t *st);
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
  *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
  *               "rejected": {"ctl", "bcast", "fabric"},
- *               "failsafe": {"events", "open"}}, ...],
+ *               "failsafe": {"events", "open"},
+ *               "switch_lag_us": N or null}, ...],
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy", "user",
  *              "name"}, ...],
  *    "bcasts": [{"relay", "name", "key", "job_id", "phase", "size",

@@ -17,6 +17,8 @@ static struct {
 	uint64_t sent[STORM_REJECT_KINDS];
 	uint64_t sent_fs_events;
 	bool sent_fs_open;
+	bool sent_has_lag;
+	int64_t sent_lag_us;
 	uint64_t logged[STORM_REJECT_KINDS];
 	time_t last_report, last_log;
 } T;
@@ -55,8 +57,15 @@ static bool report_free(void)
 	return true;
 }
 
-static void report(nm_t *nm, const uint64_t now[], uint64_t fs_events,
-		   bool fs_open)
+/* What the report carries besides the refusals. */
+typedef struct extra {
+	uint64_t fs_events;
+	bool fs_open;
+	bool has_lag;
+	int64_t lag_us;
+} extra_t;
+
+static void report(nm_t *nm, const uint64_t now[], const extra_t *x)
 {
 	storm_set_t mm;
 	int rc;
@@ -66,8 +75,10 @@ static void report(nm_t *nm, const uint64_t now[], uint64_t fs_events,
 	T.rep.magic = STORM_REPORT_MAGIC;
 	T.rep.rank = (uint32_t) nm->rank;
 	memcpy(T.rep.rejected, now, sizeof(T.rep.rejected));
-	T.rep.failsafe_events = fs_events;
-	T.rep.failsafe_open = fs_open;
+	T.rep.failsafe_events = x->fs_events;
+	T.rep.failsafe_open = x->fs_open;
+	T.rep.has_lag = x->has_lag;
+	T.rep.switch_lag_us = x->has_lag ? x->lag_us : 0;
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
 	rc = storm_xfer(nm->ctx, &mm, &T.rep, sizeof(T.rep),
@@ -79,8 +90,10 @@ static void report(nm_t *nm, const uint64_t now[], uint64_t fs_events,
 		return;
 	}
 	memcpy(T.sent, now, sizeof(T.sent));
-	T.sent_fs_events = fs_events;
-	T.sent_fs_open = fs_open;
+	T.sent_fs_events = x->fs_events;
+	T.sent_fs_open = x->fs_open;
+	T.sent_has_lag = x->has_lag;
+	T.sent_lag_us = x->lag_us;
 }
 
 static void summarize(const uint64_t now[])
@@ -97,18 +110,20 @@ static void summarize(const uint64_t now[])
 
 extern void nm_reject_tick(nm_t *nm)
 {
-	uint64_t now[STORM_REJECT_KINDS], fs_events;
+	uint64_t now[STORM_REJECT_KINDS];
 	time_t t = time(NULL);
-	bool fs_open;
+	extra_t x = { 0 };
 
 	if (t == T.last_report)
 		return;
 	T.last_report = t;
 	nm_reject_counts(nm, now);
-	nm_gang_failsafe(&fs_events, &fs_open);
-	if (moved(now, T.sent) || fs_events != T.sent_fs_events ||
-	    fs_open != T.sent_fs_open)
-		report(nm, now, fs_events, fs_open);
+	nm_gang_failsafe(&x.fs_events, &x.fs_open);
+	x.has_lag = nm_gang_switch_lag(&x.lag_us);
+	if (moved(now, T.sent) || x.fs_events != T.sent_fs_events ||
+	    x.fs_open != T.sent_fs_open || x.has_lag != T.sent_has_lag ||
+	    x.lag_us != T.sent_lag_us)
+		report(nm, now, &x);
 	if (t - T.last_log >= NM_REJECT_LOG_S && moved(now, T.logged)) {
 		T.last_log = t;
 		summarize(now);

@@ -30,7 +30,9 @@ function drawSummary(st) {
   s.textContent = "quantum " + (h.quantum_us / 1000).toFixed(3) + " ms (measured " +
     (h.period_us / 1000).toFixed(3) + " ms), slot " + (h.nslots ? h.slot : 0) + " of " + h.nslots +
     ", epoch " + h.epoch + ", " + h.quanta + " quanta, strobe " + h.strobe_us + " us, confirm " +
-    h.confirm_us + " us, status " + st.age_s + " s old" + (st.stale ? " - STALE: the machine manager is not running" : "");
+    h.confirm_us + " us, switch skew " +
+    (st.switch_skew_us === null || st.switch_skew_us === undefined ? "-" : (st.switch_skew_us / 1000).toFixed(3) + " ms") +
+    ", status " + st.age_s + " s old" + (st.stale ? " - STALE: the machine manager is not running" : "");
   s.dataset.slot = h.slot;
   s.dataset.epoch = h.epoch;
 }
@@ -79,6 +81,8 @@ function drawNodes(st) {
     d.appendChild(el("div", n.name, "name"));
     d.appendChild(el("span", n.view, "st " + n.view));
     d.appendChild(el("div", "ack " + (n.ack_us / 1000).toFixed(3) + " ms, misses " + n.misses));
+    d.appendChild(el("div", "switch lag " + (n.switch_lag_us === null || n.switch_lag_us === undefined ?
+      "-" : (n.switch_lag_us / 1000).toFixed(3) + " ms"), "lag"));
     const fs = n.failsafe || {events: 0, open: 0};
     const r = n.rejected || {ctl: 0, bcast: 0, fabric: 0};
     d.appendChild(el("div", "thaws " + fs.events + ", refused " + r.ctl + "/" + r.bcast + "/" + r.fabric));

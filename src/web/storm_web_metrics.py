@@ -58,6 +58,9 @@ def _families(st, err, reads):
            labels=["node"])
     fso = g("storm_node_failsafe_open", "1 while the node's fail-safe is open", labels=["node"])
     count = g("storm_nodes", "Nodes by state", labels=["state"])
+    lag = g("storm_node_switch_lag_seconds",
+            "Median time from the MM sending a strobe to the node's switch done "
+            "(needs synchronized clocks)", labels=["node"])
     by_view = {v: 0 for v in NODE_VIEWS}
     for n in st["nodes"]:
         name = n["name"]
@@ -70,10 +73,16 @@ def _families(st, err, reads):
             rej.add_metric([name, kind], v)
         f = n.get("failsafe", {})
         fs.add_metric([name], f.get("events", 0))
+        if n.get("switch_lag_us") is not None:
+            lag.add_metric([name], n["switch_lag_us"] / 1e6)
         fso.add_metric([name], f.get("open", 0))
     for v, k in by_view.items():
         count.add_metric([v], k)
-    yield from (ack, miss, state, rej, fs, fso, count)
+    yield from (ack, miss, state, rej, fs, fso, count, lag)
+    skew = g("storm_switch_skew_seconds", "Spread of the live nodes' switch lags")
+    if st.get("switch_skew_us") is not None:
+        skew.add_metric([], st["switch_skew_us"] / 1e6)
+    yield skew
 
     bc = c("storm_relay_broadcasts", "Broadcasts this node relayed for srun", labels=["node"])
     bf = c("storm_relay_broadcast_failures", "Broadcasts this node relayed that failed", labels=["node"])

@@ -131,6 +131,10 @@ class StatusSource:
         d["stale"] = stale
         for n in d["nodes"]:
             n["view"] = node_view(n, stale)
+        # the switch skew: the spread of the live nodes' switch lags
+        lags = [n["switch_lag_us"] for n in d["nodes"]
+                if n.get("switch_lag_us") is not None and n["view"] in ("live", "suspect")]
+        d["switch_skew_us"] = max(lags) - min(lags) if len(lags) > 1 else None
         for b in d.setdefault("bcasts", []):
             b["in_flight"] = b["phase"] not in ("done", "failed")
         return d

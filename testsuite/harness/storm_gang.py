@@ -127,7 +127,8 @@ def mm_status(cluster):
     nodes = {n["name"]: {"state": n["state"], "ack_us": str(n["ack_us"]),
                          "misses": str(n["misses"]),
                          "rejected": n.get("rejected", {}),
-                         "failsafe": n.get("failsafe", {})} for n in d["nodes"]}
+                         "failsafe": n.get("failsafe", {}),
+                         "switch_lag_us": n.get("switch_lag_us")} for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
                                "nodes": j["nodes"], "user": j.get("user", ""),
                                "name": j.get("name", "")},

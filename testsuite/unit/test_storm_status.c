@@ -38,6 +38,8 @@ static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 	n->rejected[2] = 300;
 	n->failsafe_events = 3;
 	n->failsafe_open = 1;
+	n->has_lag = true;
+	n->switch_lag_us = -42;
 	h->rejected_mm = 4;
 	memset(j, 0, sizeof(*j));
 	j->job_id = 7;
@@ -75,7 +77,7 @@ START_TEST(writer_format)
 
 	ck_assert_ptr_nonnull(strstr(text, "version=1\nwritten=1700000000\nmm_id=0\nepoch=42\nslot=1\nnslots=2\n"));
 	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\nrejected_mm=4\n"));
-	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 failsafe=3,1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 failsafe=3,1 lag_us=-42\n"));
 	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible user=alice name=<img%20src=x%20onerror=alert(1)>%20100%25%09%C3%A9\n"));
 	free(text);
 }
@@ -121,6 +123,7 @@ START_TEST(policy_optional_and_junk_skipped)
 	ck_assert_str_eq(st.jobs[0].user, "");
 	ck_assert_str_eq(st.jobs[0].name, "");
 	ck_assert_uint_eq(st.nodes[0].failsafe_events, 0);
+	ck_assert(!st.nodes[0].has_lag);
 	storm_status_free(&st);
 }
 END_TEST
@@ -178,7 +181,7 @@ START_TEST(json_form)
 	fclose(fp);
 	ck_assert_ptr_nonnull(strstr(buf, "{\"header\":{\"version\":1,\"written\":1700000000,"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"provider\":\"tcp;ofi_rxm\","));
-	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"failsafe\":{\"events\":3,\"open\":1}}"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"failsafe\":{\"events\":3,\"open\":1},\"switch_lag_us\":-42}"));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\",\"user\":\"alice\",\"name\":\"<img src=x onerror=alert(1)> 100%\\u0009\xc3\xa9\"}"));
 	storm_status_free(&st);
 	free(buf);

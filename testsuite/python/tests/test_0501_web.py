@@ -180,6 +180,12 @@ def test_metrics_agree_with_stormctl_show(gangweb, web, pair):
             assert m[("storm_node_rejected_messages_total", (("kind", kind), ("node", n)))] >= k
         assert m[("storm_node_failsafe_thaws_total", (("node", n),))] == v["failsafe"]["events"]
     assert m[("storm_nodes", (("state", "live"),))] == len(NODES)
+    # every node reported its switch lag (its report, once a second)
+    for n, v in nodes.items():
+        assert v["switch_lag_us"] is not None, (n, v)
+        assert m[("storm_node_switch_lag_seconds", (("node", n),))] == \
+            pytest.approx(v["switch_lag_us"] / 1e6, abs=1e-3)
+    assert ("storm_switch_skew_seconds", ()) in m
     # every metric the Grafana dashboard draws is there
     dash = os.path.join(os.path.dirname(__file__), "..", "..", "..", "contribs", "grafana",
                         "storm-dashboard.json")

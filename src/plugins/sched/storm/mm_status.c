@@ -51,8 +51,8 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	}
 }
 
-/* What node i last reported of the messages it refused and of its
- * fail-safe (storm_report.h), from this MM's region, where the node
+/* What node i last reported of the messages it refused, its fail-safe
+ * and its switch lag (storm_report.h), from this MM's region, where the node
  * managers write it. */
 static void fill_report(const mm_t *mm, int i, storm_status_node_t *n)
 {
@@ -71,6 +71,8 @@ static void fill_report(const mm_t *mm, int i, storm_status_node_t *n)
 		n->rejected[k] = r->rejected[k];
 	n->failsafe_events = r->failsafe_events;
 	n->failsafe_open = r->failsafe_open ? 1 : 0;
+	n->has_lag = r->has_lag != 0;
+	n->switch_lag_us = r->switch_lag_us;
 }
 
 static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
