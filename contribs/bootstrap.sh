@@ -29,6 +29,8 @@ packages=(
 	python3 python3-pytest python3-matplotlib python3-xxhash hyperfine
 	# cluster harness: unshare/mount (util-linux), ip (iproute2), runuser
 	util-linux iproute2 procps
+	# storm-web, and its tests' browser
+	python3-aiohttp python3-prometheus-client chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${packages[@]}"; do

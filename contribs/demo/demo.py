@@ -128,16 +128,20 @@ def section_launch(tmp, builddir=None, runs=3):
         c.stop()
 
 
-def section_gang(tmp, builddir=None, window=6.0):
+def section_gang(tmp, builddir=None, window=6.0, view=None):
     """A gang-scheduled pair of CPU-bound jobs on 2 nodes at the smallest
     quantum the gang benchmark found within 2% slowdown, with the
     StrobeInterval it was measured with (20 ms, a strobe every quantum,
     without a benchmark): job A alone, then A and B together, the slowdown of the pair
     against A alone, how often both ran at once, and the STORM vs stock Slurm
     figures of doc/bench/gang.json (stock gang needs minutes per point: the
-    benchmark measures it, in the same run as STORM)."""
+    benchmark measures it, in the same run as STORM).  With view (listen
+    address, seconds), storm-web serves the pair's cluster from its start
+    and the pair keeps running that long after the figures."""
+    import contextlib
     import json
     import storm_gang as g
+    import storm_web
     js = os.path.join(TOP, "doc", "bench", "gang.json")
     sm = json.load(open(js)).get("summary", {}) if os.path.exists(js) else {}
     q_ms = sm.get("min_quantum_ms_2pct") or 20
@@ -154,6 +158,11 @@ def section_gang(tmp, builddir=None, window=6.0):
     try:
         c.start()
         g.wait_gang_ready(c)
+        web = None
+        stack = contextlib.ExitStack()
+        if view:
+            web = stack.enter_context(storm_web.storm_web(c, listen=view[0]))
+            say("  live view: %s  (storm-web; open it in a browser)" % web.url)
         nodes = c.node_names()
         a = g.submit_spinner(c, nodes, name="demoA")
         pa = g.spinner_pids(c, a, nodes)
@@ -194,7 +203,12 @@ def section_gang(tmp, builddir=None, window=6.0):
         r = c.run([os.path.join(c.builddir, "src", "stormctl", "stormctl"), "show"], check=False)
         for line in r.stdout.splitlines()[5:9]:
             say("  | " + line)
+        if web:
+            say("  the pair keeps running for %d s: watch it at %s (Ctrl-C ends it)"
+                % (view[1], web.url))
+            time.sleep(view[1])
         c.run(["scancel", str(a), str(b)], check=False)
+        stack.close()
     finally:
         c.stop()
     if sm:
@@ -219,7 +233,15 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the cluster directory")
     ap.add_argument("--no-launch", action="store_true",
                     help="skip the 16-node launch section")
+    ap.add_argument("--view", nargs="?", type=int, const=120, metavar="SECONDS",
+                    help="serve the gang pair's cluster with storm-web, print the page's "
+                         "address and keep the pair running SECONDS (default 120) after "
+                         "its figures")
+    ap.add_argument("--view-listen", default="127.0.0.1:8480", metavar="HOST:PORT",
+                    help="where storm-web listens with --view (default 127.0.0.1:8480)")
     args = ap.parse_args()
+    if args.view is not None and args.no_gang:
+        ap.error("--view shows the gang pair: it cannot go with --no-gang")
     tmp = tempfile.mkdtemp(prefix="storm-demo-")
     c = Cluster(os.path.join(tmp, "cluster"), nodes=args.nodes)
     say("Starting %d slurmd + slurmctld with the STORM plugins (logs: %s)" % (
@@ -237,7 +259,7 @@ def main():
     if not args.no_launch:
         section_launch(tmp)
     if not args.no_gang:
-        section_gang(tmp)
+        section_gang(tmp, view=(args.view_listen, args.view) if args.view is not None else None)
     if not args.keep:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)

@@ -45,6 +45,8 @@
 
 #include <stdint.h>
 
+#include "src/common/storm_report.h"
+
 #define STORM_GANG_MAGIC	0x34474e47u	/* "GNG4": announced instants */
 #define STORM_GANG_STROBE_OFF	((16u << 20) - (1u << 20))
 #define STORM_GANG_TABLE_OFF	(STORM_GANG_STROBE_OFF + 4096u)
@@ -107,14 +109,26 @@ typedef struct storm_gang_clock_rep {
 	uint32_t pad;
 } storm_gang_clock_rep_t;
 
-/* Replies sit in the MM's region after the node reports (storm_report.h),
- * one per rank below STORM_GANG_CLOCK_MAX_RANKS (the nodes above switch on
- * arrival); the MM's region is STORM_GANG_MM_REGION bytes. */
+/* Replies sit in the MM's region after the node and relay reports
+ * (storm_report.h), one per rank below STORM_GANG_CLOCK_MAX_RANKS (the
+ * nodes above switch on arrival); the MM's region is STORM_GANG_MM_REGION
+ * bytes.  A node writes each kind of report at its own offset, so the
+ * three blocks must not overlap: a report grown in storm_report.h moves
+ * the replies with it, and the asserts below hold the layout to that. */
 #define STORM_GANG_CLOCK_MAX_RANKS 1024
-#define STORM_GANG_CLOCK_REP_BASE (64u << 10)
+#define STORM_GANG_CLOCK_REP_BASE STORM_REPORT_REGION_SIZE
 #define STORM_GANG_MM_REGION (STORM_GANG_CLOCK_REP_BASE + \
 			      STORM_GANG_CLOCK_MAX_RANKS * \
 			      sizeof(storm_gang_clock_rep_t))
+
+_Static_assert(STORM_REPORT_MAX_RANKS * sizeof(storm_node_report_t) <=
+	       STORM_RELAY_REPORT_BASE,
+	       "node reports overlap the relay reports");
+_Static_assert(STORM_RELAY_REPORT_BASE + STORM_REPORT_MAX_RANKS *
+	       sizeof(storm_relay_report_t) <= STORM_GANG_CLOCK_REP_BASE,
+	       "relay reports overlap the gang clock replies");
+_Static_assert(STORM_GANG_CLOCK_REP_BASE % sizeof(uint64_t) == 0,
+	       "gang clock replies misaligned");
 
 static inline uint64_t storm_gang_clock_off(int rank)
 {

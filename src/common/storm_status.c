@@ -3,6 +3,7 @@
  * keys and one of a node line's keys serve the writer, the reader and the
  * JSON, so they cannot drift apart.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -10,16 +11,20 @@
 
 #include "storm_status.h"
 
-typedef enum { F_U64, F_I64, F_INT, F_U32, F_STR } field_type_t;
+/* F_OPT_I64: an int64_t that may be unknown, with a bool beside it that
+ * says it is known; unknown is "-" in the file and null in JSON (a lag may
+ * be any number, so no value of its own can mean "none"). */
+typedef enum { F_U64, F_I64, F_INT, F_U32, F_STR, F_OPT_I64 } field_type_t;
 
 typedef struct {
 	const char *key;
 	field_type_t type;
 	size_t off;		/* in the header or the node struct */
 	size_t len;		/* F_STR only */
+	size_t has_off;		/* F_OPT_I64 only: its bool */
 } hdr_field_t;
 
-#define HF(k, t) { #k, t, offsetof(storm_status_hdr_t, k), 0 }
+#define HF(k, t) { #k, t, offsetof(storm_status_hdr_t, k), 0, 0 }
 
 /* The header keys, in the order the file has them. */
 static const hdr_field_t hdr_fields[] = {
@@ -40,12 +45,12 @@ static const hdr_field_t hdr_fields[] = {
 	HF(suspect_quanta, F_U32),
 	HF(failsafe_us, F_U64),
 	{ "provider", F_STR, offsetof(storm_status_hdr_t, provider),
-	  STORM_STATUS_NAMELEN },
+	  STORM_STATUS_NAMELEN, 0 },
 	HF(nnodes, F_INT),
 	HF(quanta_per_strobe, F_U32),
 	HF(rejected_mm, F_U64),
 	{ "switch_at", F_STR, offsetof(storm_status_hdr_t, switch_at),
-	  STORM_STATUS_POLICYLEN },
+	  STORM_STATUS_POLICYLEN, 0 },
 	HF(lead_us, F_U64),
 	HF(suspect_time_us, F_U64),
 	HF(drains, F_U64),
@@ -54,7 +59,7 @@ static const hdr_field_t hdr_fields[] = {
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
 
-#define NF(k, t) { #k, t, offsetof(storm_status_node_t, k), 0 }
+#define NF(k, t) { #k, t, offsetof(storm_status_node_t, k), 0, 0 }
 
 /* The KEY=VALUE keys that follow a node line's fixed part, in order. */
 static const hdr_field_t node_fields[] = {
@@ -62,8 +67,13 @@ static const hdr_field_t node_fields[] = {
 	NF(clock_uncert_us, F_I64),
 	NF(late_switches, F_U64),
 	{ "switch_at", F_STR, offsetof(storm_status_node_t, switch_at),
-	  STORM_STATUS_POLICYLEN },
+	  STORM_STATUS_POLICYLEN, 0 },
 	NF(silent_ms, F_I64),
+	NF(failsafe_events, F_U64),
+	NF(failsafe_open, F_U32),
+	{ "switch_lag_us", F_OPT_I64, offsetof(storm_status_node_t,
+					       switch_lag_us), 0,
+	  offsetof(storm_status_node_t, has_lag) },
 };
 
 #define NNODE_FIELDS (sizeof(node_fields) / sizeof(node_fields[0]))
@@ -97,6 +107,11 @@ static int fprint_field(FILE *fp, const void *base, const hdr_field_t *f,
 	case F_STR:
 		return fprintf(fp, "%s%s=%s%s", pre, f->key,
 			       *p ? p : "-", post);
+	case F_OPT_I64:
+		if (!*(const bool *) ((const char *) base + f->has_off))
+			return fprintf(fp, "%s%s=-%s", pre, f->key, post);
+		return fprintf(fp, "%s%s=%" PRId64 "%s", pre, f->key,
+			       *(const int64_t *) p, post);
 	}
 	return -1;
 }
@@ -132,10 +147,70 @@ extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n)
 	return total;
 }
 
+/* A user string as one token: bytes outside '!'..'~', and '%', as %XX. */
+static int fprint_token(FILE *fp, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char) *s;
+
+		if (c > ' ' && c <= '~' && c != '%') {
+			if (fputc(c, fp) == EOF)
+				return -1;
+		} else if (fprintf(fp, "%%%c%c", hex[c >> 4], hex[c & 15]) < 0) {
+			return -1;
+		}
+	}
+	return 1;
+}
+
+/* The reverse of fprint_token(), into buf (cut to len). */
+static void decode_token(const char *tok, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = tok; *p && o + 1 < len; p++) {
+		unsigned int v;
+
+		if (*p == '%' && isxdigit((unsigned char) p[1]) &&
+		    isxdigit((unsigned char) p[2]) &&
+		    sscanf(p + 1, "%2x", &v) == 1) {
+			buf[o++] = (char) v;
+			p += 2;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+}
+
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
 {
-	return fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s\n",
-		       j->job_id, j->slot, j->mask, j->nodes, j->policy);
+	if (fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s user=",
+		    j->job_id, j->slot, j->mask, j->nodes, j->policy) < 0 ||
+	    fprint_token(fp, j->user) < 0 || fputs(" name=", fp) == EOF ||
+	    fprint_token(fp, j->name) < 0)
+		return -1;
+	return fputc('\n', fp) == EOF ? -1 : 1;
+}
+
+/* A ranks list as one token: "-" for none. */
+static const char *ranks_token(const char *r)
+{
+	return r[0] ? r : "-";
+}
+
+extern int storm_status_fprint_bcast(FILE *fp, const storm_status_bcast_t *b)
+{
+	return fprintf(fp, "bcast %d %s key=%" PRIx64 " job=%" PRIu32 " phase=%s size=%" PRIu64
+		       " received=%" PRIu64 " nodes=%" PRIu32 " start_us=%" PRId64
+		       " elapsed_us=%" PRIu64 " ready=%s done=%s count=%" PRIu64
+		       " failed=%" PRIu64 " bytes=%" PRIu64 "\n",
+		       b->relay, b->name, b->key, b->job_id, b->phase, b->size,
+		       b->received, b->nnodes, b->start_us, b->elapsed_us,
+		       ranks_token(b->ready), ranks_token(b->done), b->count,
+		       b->failed, b->bytes);
 }
 
 static char *tmp_path(const char *path)
@@ -203,6 +278,15 @@ static void parse_field(void *base, const hdr_field_t *f, const char *v)
 		snprintf(p, f->len, "%.*s", len == 1 && *v == '-' ? 0 : len, v);
 		break;
 	}
+	case F_OPT_I64: {
+		char *end;
+		long long x = strtoll(v, &end, 10);
+		bool known = end != v;
+
+		*(bool *) ((char *) base + f->has_off) = known;
+		*(int64_t *) p = known ? (int64_t) x : 0;
+		break;
+	}
 	}
 }
 
@@ -262,8 +346,9 @@ static int grow(void **arr, int n, int *cap, size_t size)
 
 static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 {
-	storm_status_node_t n = { 0 };
+	storm_status_node_t n;
 
+	memset(&n, 0, sizeof(n));	/* padding too: readers compare bytes */
 	/* rejected= is optional: older files lack it */
 	if (sscanf(line, "node %d %63s state=%31s ack_us=%" SCNu64 " misses=%" SCNu32
 		   " rejected=%" SCNu64 ",%" SCNu64 ",%" SCNu64,
@@ -277,7 +362,22 @@ static int parse_node_line(storm_status_t *st, int *cap, const char *line)
 	return 0;
 }
 
-/* The policy is optional: older files lack it. */
+/* The value of " key=" in line, as a decoded token, or "" without it. */
+static void parse_token(const char *line, const char *key, char *buf,
+			size_t len)
+{
+	const char *p = strstr(line, key);
+	char tok[STORM_STATUS_JOBNAMELEN * 3 + 1];
+
+	buf[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(key);
+	snprintf(tok, sizeof(tok), "%.*s", (int) strcspn(p, " \n"), p);
+	decode_token(tok, buf, len);
+}
+
+/* The policy, user and name are optional: older files lack them. */
 static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_job_t *j;
@@ -287,31 +387,66 @@ static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 	j = &st->jobs[st->njobs];
 	memset(j, 0, sizeof(*j));
 	if (sscanf(line, "job %" SCNu32 " slot=%d mask=0x%" SCNx32 " nodes=%4095s policy=%15s",
-		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4)
+		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4) {
+		/* encoded tokens hold no space: " user=" cannot be in a name */
+		parse_token(line, " user=", j->user, sizeof(j->user));
+		parse_token(line, " name=", j->name, sizeof(j->name));
 		st->njobs++;
+	}
+	return 0;
+}
+
+static int parse_bcast_line(storm_status_t *st, int *cap, const char *line)
+{
+	storm_status_bcast_t *b;
+
+	if (grow((void **) &st->bcasts, st->nbcasts, cap, sizeof(*b)))
+		return -ENOMEM;
+	b = &st->bcasts[st->nbcasts];
+	memset(b, 0, sizeof(*b));
+	if (sscanf(line, "bcast %d %63s key=%" SCNx64 " job=%" SCNu32 " phase=%15s size=%" SCNu64
+		   " received=%" SCNu64 " nodes=%" SCNu32 " start_us=%" SCNd64
+		   " elapsed_us=%" SCNu64 " ready=%4095s done=%4095s count=%" SCNu64
+		   " failed=%" SCNu64 " bytes=%" SCNu64,
+		   &b->relay, b->name, &b->key, &b->job_id, b->phase, &b->size,
+		   &b->received, &b->nnodes, &b->start_us, &b->elapsed_us,
+		   b->ready, b->done, &b->count, &b->failed, &b->bytes) != 15)
+		return 0;
+	if (!strcmp(b->ready, "-"))
+		b->ready[0] = '\0';
+	if (!strcmp(b->done, "-"))
+		b->done[0] = '\0';
+	st->nbcasts++;
 	return 0;
 }
 
 extern int storm_status_parse(const char *text, storm_status_t *st)
 {
-	int node_cap = 0, job_cap = 0, rc = 0;
+	int node_cap = 0, job_cap = 0, bcast_cap = 0, rc = 0;
 	bool versioned = false;
 
 	memset(st, 0, sizeof(*st));
 	for (const char *line = text; line && *line && !rc;
 	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (!strncmp(line, "node ", 5)) {
-			char buf[512];
+			char buf[1024];
 
 			snprintf(buf, sizeof(buf), "%.*s",
 				 (int) strcspn(line, "\n"), line);
 			rc = parse_node_line(st, &node_cap, buf);
 		} else if (!strncmp(line, "job ", 4)) {
-			char buf[STORM_STATUS_RANKSLEN + 256];
+			char buf[STORM_STATUS_RANKSLEN + 256 +
+				 3 * (STORM_STATUS_NAMELEN + STORM_STATUS_JOBNAMELEN)];
 
 			snprintf(buf, sizeof(buf), "%.*s",
 				 (int) strcspn(line, "\n"), line);
 			rc = parse_job_line(st, &job_cap, buf);
+		} else if (!strncmp(line, "bcast ", 6)) {
+			char buf[2 * STORM_STATUS_RANKSLEN + 512];
+
+			snprintf(buf, sizeof(buf), "%.*s",
+				 (int) strcspn(line, "\n"), line);
+			rc = parse_bcast_line(st, &bcast_cap, buf);
 		} else if (parse_hdr_line(&st->hdr, line)) {
 			versioned = true;
 		}
@@ -347,6 +482,7 @@ extern void storm_status_free(storm_status_t *st)
 {
 	free(st->nodes);
 	free(st->jobs);
+	free(st->bcasts);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -390,6 +526,12 @@ static void json_field(FILE *fp, const void *base, const hdr_field_t *f)
 	case F_STR:
 		json_str(fp, p);
 		break;
+	case F_OPT_I64:
+		if (*(const bool *) ((const char *) base + f->has_off))
+			fprintf(fp, "%" PRId64, *(const int64_t *) p);
+		else
+			fputs("null", fp);
+		break;
 	}
 }
 
@@ -418,7 +560,28 @@ static void json_job(FILE *fp, const storm_status_job_t *j)
 	json_str(fp, j->nodes);
 	fputs(",\"policy\":", fp);
 	json_str(fp, j->policy);
+	fputs(",\"user\":", fp);
+	json_str(fp, j->user);
+	fputs(",\"name\":", fp);
+	json_str(fp, j->name);
 	fputc('}', fp);
+}
+
+static void json_bcast(FILE *fp, const storm_status_bcast_t *b)
+{
+	fprintf(fp, "{\"relay\":%d,\"name\":", b->relay);
+	json_str(fp, b->name);
+	fprintf(fp, ",\"key\":\"%" PRIx64 "\",\"job_id\":%" PRIu32 ",\"phase\":",
+		b->key, b->job_id);
+	json_str(fp, b->phase);
+	fprintf(fp, ",\"size\":%" PRIu64 ",\"received\":%" PRIu64 ",\"nnodes\":%" PRIu32
+		",\"start_us\":%" PRId64 ",\"elapsed_us\":%" PRIu64 ",\"ready\":",
+		b->size, b->received, b->nnodes, b->start_us, b->elapsed_us);
+	json_str(fp, b->ready);
+	fputs(",\"done\":", fp);
+	json_str(fp, b->done);
+	fprintf(fp, ",\"count\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+		b->count, b->failed, b->bytes);
 }
 
 extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)
@@ -438,6 +601,11 @@ extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)
 	for (int i = 0; i < st->njobs; i++) {
 		fputs(i ? ",\n" : "\n", fp);
 		json_job(fp, &st->jobs[i]);
+	}
+	fputs("],\n\"bcasts\":[", fp);
+	for (int i = 0; i < st->nbcasts; i++) {
+		fputs(i ? ",\n" : "\n", fp);
+		json_bcast(fp, &st->bcasts[i]);
 	}
 	fputs("]}\n", fp);
 	return ferror(fp) ? -1 : 0;

@@ -12,7 +12,10 @@
  *   KEY=VALUE                      the header, the keys below, in order
  *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
  *        [KEY=VALUE ...]          the node keys (storm_status.c's table)
- *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY
+ *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY user=USER name=NAME
+ *   bcast RANK NAME key=HEX job=J phase=PHASE size=N received=N nodes=N
+ *         start_us=N elapsed_us=N ready=RANKS done=RANKS count=N failed=N
+ *         bytes=N                  (one line)
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
  * bit s of M is set when the job runs in slot s (0xffffffff: in every
@@ -26,10 +29,32 @@
  * got after their announced instant (late_switches), and how it switches
  * (switch_at: announced, arrival, fallback, or none before it replied).
  * silent_ms is how long ago the MM last heard from the node (a heartbeat
- * or an acknowledgement), -1 if never.  The header's switch_at is
- * storm.conf's SwitchAt, lead_us the lead the strobes announce their
- * instants with, suspect_time_us SuspectTime, drains the nodes the MM
- * drained since it started, returns those it returned to service.
+ * or an acknowledgement), -1 if never.  failsafe_events and failsafe_open
+ * are what the node last reported of its fail-safe: how often it thawed
+ * everything for lack of strobes, and 1 while it is open (a node that
+ * cannot reach the MM cannot say so: the count tells afterwards).
+ * switch_lag_us is how late the node switches after a strobe is sent (the
+ * median of its last strobes, from the MM's clock to the node's:
+ * meaningful with synchronized clocks; negative when the node's clock runs
+ * behind; "-" until the node reported one); the spread over the nodes is
+ * the switch skew.  The header's switch_at is storm.conf's SwitchAt,
+ * lead_us the lead the strobes announce their instants with,
+ * suspect_time_us SuspectTime, drains the nodes the MM drained since it
+ * started, returns those it returned to service.
+ *
+ * USER and NAME are the job's owner and name with every byte outside
+ * '!'..'~', and '%', written %XX, so that a name with spaces or markup
+ * stays one token; the reader decodes them.  Older files lack user and
+ * name.
+ *
+ * A bcast line is what relay RANK (node NAME) last reported of its
+ * broadcasts (storm_report.h, storm_relay_report_t): the latest one, in
+ * flight (PHASE manifest, ready, data, confirm, go) or ended (done,
+ * failed); its file's size and the bytes srun sent so far; the number of
+ * nodes besides the relay, and of those the ranks ready for the data and
+ * the ranks that hold the file ("" as "-"); when it started (CLOCK_REALTIME
+ * microseconds) and how long it ran; and the relay's totals: broadcasts,
+ * failures, bytes delivered.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -51,6 +76,7 @@
 #define STORM_STATUS_STATELEN 32
 #define STORM_STATUS_RANKSLEN 4096
 #define STORM_STATUS_POLICYLEN 16
+#define STORM_STATUS_JOBNAMELEN 256	/* longer names are cut */
 
 /* The header, in the file's key order. */
 typedef struct storm_status_hdr {
@@ -94,6 +120,10 @@ typedef struct storm_status_node {
 	uint64_t late_switches;
 	char switch_at[STORM_STATUS_POLICYLEN];
 	int64_t silent_ms;		/* since last heard; -1: never */
+	uint64_t failsafe_events;	/* fail-safe thaws, as last reported */
+	uint32_t failsafe_open;		/* 1: open at the last report */
+	int64_t switch_lag_us;		/* valid when has_lag */
+	bool has_lag;			/* switch_lag_us reported */
 } storm_status_node_t;
 
 typedef struct storm_status_job {
@@ -102,7 +132,24 @@ typedef struct storm_status_job {
 	uint32_t mask;
 	char nodes[STORM_STATUS_RANKSLEN];
 	char policy[STORM_STATUS_POLICYLEN];	/* "" when absent */
+	char user[STORM_STATUS_NAMELEN];	/* decoded; "" when absent */
+	char name[STORM_STATUS_JOBNAMELEN];	/* decoded; "" when absent */
 } storm_status_job_t;
+
+typedef struct storm_status_bcast {
+	int relay;			/* the relay's rank */
+	char name[STORM_STATUS_NAMELEN];
+	uint64_t key;
+	uint32_t job_id;
+	char phase[STORM_STATUS_POLICYLEN];
+	uint64_t size, received;
+	uint32_t nnodes;
+	int64_t start_us;
+	uint64_t elapsed_us;
+	char ready[STORM_STATUS_RANKSLEN];	/* "" when none */
+	char done[STORM_STATUS_RANKSLEN];
+	uint64_t count, failed, bytes;
+} storm_status_bcast_t;
 
 typedef struct storm_status {
 	storm_status_hdr_t hdr;
@@ -110,6 +157,8 @@ typedef struct storm_status {
 	int nnodes;
 	storm_status_job_t *jobs;
 	int njobs;
+	storm_status_bcast_t *bcasts;
+	int nbcasts;
 } storm_status_t;
 
 /* "DIR/storm-mm.status" into buf; -ENAMETOOLONG if it does not fit. */
@@ -119,6 +168,7 @@ extern int storm_status_path(const char *dir, char *buf, size_t len);
 extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h);
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n);
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j);
+extern int storm_status_fprint_bcast(FILE *fp, const storm_status_bcast_t *b);
 
 /*
  * Writer: open PATH.tmp for writing (NULL and errno on failure), and
@@ -145,8 +195,13 @@ extern void storm_status_free(storm_status_t *st);
  *   {"header": {KEY: VALUE, ...},        the header keys, in file order
  *    "nodes": [{"rank", "name", "state", "ack_us", "misses",
  *               "rejected": {"ctl", "bcast", "fabric"}, NODE KEY: VALUE,
- *               ...}, ...],
- *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy"}, ...]}
+ *               ...}, ...],         (switch_lag_us null until reported)
+ *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy", "user",
+ *              "name"}, ...],
+ *    "bcasts": [{"relay", "name", "key", "job_id", "phase", "size",
+ *                "received", "nnodes", "start_us", "elapsed_us", "ready",
+ *                "done", "count", "failed", "bytes"}, ...]}
+ * (key as a hex string: it may not fit a double)
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.
  */

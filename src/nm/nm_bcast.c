@@ -52,6 +52,11 @@ extern uid_t nm_bcast_file_uid(nm_bcast_file_t *f)
 	return nm_bcast_xfer_uid(f);
 }
 
+extern uint32_t nm_bcast_file_job(nm_bcast_file_t *f)
+{
+	return nm_bcast_xfer_job(f);
+}
+
 extern bool nm_bcast_file_verify(nm_bcast_file_t *f)
 {
 	return nm_bcast_xfer_verify(f);

@@ -33,6 +33,8 @@ extern void *nm_bcast_file_map(nm_bcast_file_t *f, uint64_t *size);
 extern const char *nm_bcast_file_attest(nm_bcast_file_t *f);
 /* The uid the credential vouches for (the broadcast's user). */
 extern uid_t nm_bcast_file_uid(nm_bcast_file_t *f);
+/* The job the file is for. */
+extern uint32_t nm_bcast_file_job(nm_bcast_file_t *f);
 /* Does the data match the credential's checksum (computed once)? */
 extern bool nm_bcast_file_verify(nm_bcast_file_t *f);
 /* Rename into place (commit) or unlink; frees f.  Returns

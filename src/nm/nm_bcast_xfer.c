@@ -291,6 +291,11 @@ extern uid_t nm_bcast_xfer_uid(const nm_bcast_xfer_t *x)
 	return x->uid;
 }
 
+extern uint32_t nm_bcast_xfer_job(const nm_bcast_xfer_t *x)
+{
+	return x->job;
+}
+
 /* ----------------------------------------------------------- lookups */
 /* caller holds X.lock */
 static nm_bcast_xfer_t *find_locked(int root, uint64_t key)

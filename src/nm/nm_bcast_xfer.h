@@ -71,6 +71,7 @@ extern bool nm_bcast_xfer_received(const void *dst, int *root,
 
 /* Remove prepared transfers whose data never came (twice Timeout). */
 extern void nm_bcast_xfer_expire(void);
+extern uint32_t nm_bcast_xfer_job(const nm_bcast_xfer_t *x);
 /* Is a transfer of this job in flight? */
 extern bool nm_bcast_xfer_busy(uint32_t job);
 /* How many transfers are in flight. */

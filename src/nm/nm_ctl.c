@@ -18,6 +18,7 @@
 
 #include "nm.h"
 #include "nm_reject.h"
+#include "nm_relay_report.h"
 
 #define NM_CTL_MAX_CMDS 32
 #define NM_CTL_MSG 4096
@@ -133,6 +134,7 @@ extern void nm_ctl_serve(nm_t *nm)
 		int fd, rc = poll(&pfd, 1, 200);
 
 		nm_reject_tick(nm);
+		nm_relay_report_tick(nm);
 		if (rc <= 0)
 			continue;
 		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);

@@ -538,6 +538,47 @@ static void *watcher_thread(void *arg)
 	return NULL;
 }
 
+extern bool nm_gang_failsafe(uint64_t *nevents, bool *open)
+{
+	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+		return false;	/* not started, or busy: ask again later */
+	*nevents = G.failsafe.nevents;
+	*open = G.failsafe.open;
+	pthread_mutex_unlock(&G.lock);
+	return true;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+extern bool nm_gang_switch_lag(bool *has, int64_t *lag_us)
+{
+	int64_t lag[NM_GANG_LAG_STROBES];
+	int n = 0;
+
+	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+		return false;	/* not started, or busy: ask again later */
+	/* copied under the lock, sorted outside: on_commit waits on it */
+	for (uint64_t k = G.ring_n; k > 0 && G.ring_n - k < NM_GANG_TRACE &&
+	     n < NM_GANG_LAG_STROBES; k--) {
+		const trace_t *t = &G.ring[(k - 1) % NM_GANG_TRACE];
+
+		if (t->q == 0 && t->sent_ns)
+			lag[n++] = ((int64_t) t->done_ns - (int64_t) t->sent_ns) / 1000;
+	}
+	pthread_mutex_unlock(&G.lock);
+	*has = n > 0;
+	if (n) {
+		qsort(lag, (size_t) n, sizeof(lag[0]), cmp_i64);
+		*lag_us = lag[n / 2];
+	}
+	return true;
+}
+
 /* "gang": one line of state for stormctl and tests. */
 static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)

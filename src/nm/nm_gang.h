@@ -5,8 +5,32 @@
 #ifndef STORM_NM_GANG_H
 #define STORM_NM_GANG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "nm.h"
 
 extern const nm_module_t nm_gang_module;
+
+/*
+ * For the heartbeat's report to the Machine Manager (nm_heartbeat.c), from
+ * any thread.  Neither waits for the gang lock: a heartbeat must not wait
+ * behind a switch in progress.  Each returns false, setting nothing, when
+ * the module did not start or the lock is busy; the caller keeps what it
+ * had.
+ *
+ * nm_gang_failsafe: how often the fail-safe opened, and whether it is open
+ * now.
+ * nm_gang_switch_lag: the median, over the last NM_GANG_LAG_STROBES
+ * strobes, of the time from the Machine Manager's send (its
+ * CLOCK_REALTIME stamp in the strobe) to this node's switch being done
+ * (its own clock): with synchronized clocks, how late this node switches;
+ * the spread over nodes is the switch skew.  *has is false before the
+ * first strobe.
+ */
+extern bool nm_gang_failsafe(uint64_t *nevents, bool *open);
+extern bool nm_gang_switch_lag(bool *has, int64_t *lag_us);
+
+#define NM_GANG_LAG_STROBES 64
 
 #endif /* STORM_NM_GANG_H */

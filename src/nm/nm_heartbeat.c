@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nm_gang.h"
 #include "nm_heartbeat.h"
 #include "nm_reject.h"
 
@@ -44,6 +45,10 @@ static struct {
 	beat_slot_t slot[NM_HEARTBEAT_SLOTS];
 	uint64_t skipped;		/* beats not sent: every slot in flight */
 	uint64_t overlapped;		/* sent while an earlier one was */
+	/* the gang module's, as last read (report_gang()) */
+	uint64_t fs_events;
+	bool fs_open, has_lag;
+	int64_t lag_us;
 } H = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
@@ -72,6 +77,29 @@ static beat_slot_t *free_slot(bool *in_flight)
 	return found;
 }
 
+/* What the gang module knows for the report: its fail-safe and switch
+ * lag, as last read (zero and none before the module started).  Called
+ * with H.lock held. */
+static void report_gang(storm_node_report_t *rep)
+{
+	uint64_t events = 0;
+	int64_t lag_us = 0;
+	bool open = false, has = false;
+
+	if (nm_gang_failsafe(&events, &open)) {
+		H.fs_events = events;
+		H.fs_open = open;
+	}
+	if (nm_gang_switch_lag(&has, &lag_us)) {
+		H.has_lag = has;
+		H.lag_us = has ? lag_us : 0;
+	}
+	rep->failsafe_events = H.fs_events;
+	rep->failsafe_open = H.fs_open;
+	rep->has_lag = H.has_lag;
+	rep->switch_lag_us = H.lag_us;
+}
+
 static void beat(nm_t *nm)
 {
 	storm_set_t mm;
@@ -90,6 +118,7 @@ static void beat(nm_t *nm)
 	b->rep.rank = (uint32_t) nm->rank;
 	b->rep.beat = ++H.beat;
 	nm_reject_counts(nm, b->rep.rejected);
+	report_gang(&b->rep);
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
 	rc = storm_xfer(nm->ctx, &mm, &b->rep, sizeof(b->rep),

@@ -23,6 +23,7 @@
 #include <slurm/slurm.h>
 
 #include "nm.h"
+#include "nm_relay_report.h"
 #include "nm_watchdog.h"
 
 /* Exit codes the SPANK plugin reports. */
@@ -304,6 +305,7 @@ done:
 			nm_modules[nmods]->fini(nm);
 	}
 	nm_watchdog_stop();	/* after the modules thawed what they switched */
+	nm_relay_report_fini();
 	nm_ctl_close(nm);
 	nm_fabric_close(nm);
 	slurm_fini();

@@ -50,6 +50,7 @@
 #include "nm.h"
 #include "nm_bcast.h"
 #include "nm_relay_door.h"
+#include "nm_relay_report.h"
 #include "nm_relay_req.h"
 #include "nm_relay_state.h"
 #include "nm_reject.h"
@@ -195,7 +196,7 @@ static int send_manifest(const storm_set_t *set, const char *cred,
 /* Read len bytes of the file from srun into map, telling the transfer
  * after every read how much of it is in place; 0 or -errno. */
 static int receive_streaming(int fd, uint8_t *map, uint64_t len,
-			     storm_op_t *op)
+			     storm_op_t *op, uint64_t key)
 {
 	uint64_t got = 0;
 
@@ -212,6 +213,7 @@ static int receive_streaming(int fd, uint8_t *map, uint64_t len,
 		got += (uint64_t) n;
 		if (op)
 			storm_xfer_supply(op, got);
+		nm_relay_report_received(key, got);
 	}
 	return 0;
 }
@@ -233,10 +235,12 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	storm_set_t failed;
 	int rc, mrc;
 
+	nm_relay_report_phase(key, STORM_RELAY_READY);
 	if (storm_set_count(set) &&
 	    nm_relay_wait_state(set, key, STORM_BCAST_READY, err, errlen))
 		return -1;
 	t[0] = nm_relay_now_ms();
+	nm_relay_report_phase(key, STORM_RELAY_DATA);
 	if (storm_set_count(set) &&
 	    (mrc = storm_xfer_stream(R.nm->ctx, set, map, size,
 				     STORM_BCAST_DATA | key, STORM_NO_EVENT,
@@ -245,7 +249,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 			 storm_strerror(mrc));
 		return -1;
 	}
-	rc = size ? receive_streaming(fd, map, size, op) : 0;
+	rc = size ? receive_streaming(fd, map, size, op, key) : 0;
 	*unread = 0;
 	t[1] = nm_relay_now_ms();
 	if (rc) {
@@ -266,6 +270,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	mrc = storm_op_wait(op, -1, &failed);
 	storm_op_free(op);
 	t[2] = nm_relay_now_ms();
+	nm_relay_report_phase(key, STORM_RELAY_CONFIRM);
 	if (mrc) {
 		xfer_error(&failed, mrc, key,
 			   "transfer failed on node(s) %s: %s; no node keeps the file",
@@ -286,6 +291,7 @@ fail:
 static int send_go(const storm_set_t *set, uint64_t key, char *err,
 		   size_t errlen)
 {
+	nm_relay_report_phase(key, STORM_RELAY_GO);
 	if (storm_set_count(set) &&
 	    xfer_all(set, "", 0, STORM_BCAST_GO | key, key,
 		     "node(s) %s did not receive the go-ahead: %s", err, errlen))
@@ -367,6 +373,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	double t0 = nm_relay_now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	int st, rc = -1;
 	uid_t uid = (uid_t) -1;
+	bool reported = false;
 
 	err[0] = '\0';
 	if (rq->hdr.size <= R.nm->conf.bcast_max_bytes)
@@ -396,6 +403,9 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 		goto done;
 	}
 	storm_set_remove(&set, R.nm->rank);
+	nm_relay_report_begin(key, nm_bcast_file_job(f), size,
+			      storm_set_count(&set));
+	reported = true;
 	if (storm_set_count(&set) &&
 	    send_manifest(&set, cred, nm_bcast_file_attest(f), key, err,
 			  sizeof(err)))
@@ -423,6 +433,8 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
 	rc = 0;
 done:
+	if (reported)
+		nm_relay_report_end(key, size, rc == 0);
 	if (f)
 		nm_bcast_finish(f, false);
 	if (uid != (uid_t) -1)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nm_relay_report.h"
 #include "nm_relay_state.h"
 #include "src/common/storm_bcast.h"
 
@@ -177,6 +178,21 @@ static bool pause_us(long us)
 	return !*S.stop;
 }
 
+/* What the relay now knows of its nodes, for its report to the Machine
+ * Manager (nm_relay_report.h): the set minus the ones still pending. */
+static void progress(const storm_set_t *set, const storm_set_t *pending,
+		     uint64_t key, int want)
+{
+	storm_set_t reached = *set;
+
+	if (pending)
+		for (int n = storm_set_next(pending, 0); n >= 0;
+		     n = storm_set_next(pending, n + 1))
+			storm_set_remove(&reached, n);
+	nm_relay_report_nodes(key, want == STORM_BCAST_READY ? &reached : NULL,
+			      want == STORM_BCAST_DONE ? &reached : NULL);
+}
+
 /*
  * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
  * that refused is reported at once with its reason; one that does not
@@ -193,6 +209,8 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 	for (int round = 0; !*S.stop; round++) {
 		int r = ask_all(set, key, want, err, errlen);
 
+		if (r > 0)
+			progress(set, NULL, key, want);
 		if (r)
 			return r > 0 ? 0 : -1;
 		/* Usually a node is just not there yet (the commit travels
@@ -205,6 +223,7 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		}
 		if (ask_each(set, key, want, &pending, err, errlen))
 			return -1;
+		progress(set, &pending, key, want);
 		if (!storm_set_count(&pending))
 			continue;	/* everyone got there meanwhile */
 		if (nm_relay_now_ms() > deadline) {

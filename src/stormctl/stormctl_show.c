@@ -154,6 +154,18 @@ static void print_lists(const storm_status_t *st)
 	       (unsigned long long) st->hdr.drains,
 	       (unsigned long long) st->hdr.returns,
 	       (unsigned long long) st->hdr.suspect_time_us);
+	if (st->nbcasts)
+		printf("\n%-10s %-8s %-8s %12s %12s %9s  %s\n", "relay", "job",
+		       "phase", "received", "size", "ms", "nodes done");
+	for (int i = 0; i < st->nbcasts; i++) {
+		const storm_status_bcast_t *b = &st->bcasts[i];
+
+		printf("%-10s %-8u %-8s %12llu %12llu %9.1f  %s of %u\n",
+		       b->name, b->job_id, b->phase,
+		       (unsigned long long) b->received,
+		       (unsigned long long) b->size, b->elapsed_us / 1000.0,
+		       b->done[0] ? b->done : "-", b->nnodes);
+	}
 }
 
 /* The status file: --status FILE, else StateSaveLocation's. */

@@ -141,11 +141,14 @@ def mm_status(cluster):
         return {}, {}, {}
     d = json.loads(r.stdout)
     hdr = {k: str(v) for k, v in d["header"].items()}
-    nodes = {n["name"]: dict({k: str(v) for k, v in n.items()
+    # node keys as strings, as the file has them; an unknown one (a
+    # switch_lag_us not reported yet: JSON null) stays None
+    nodes = {n["name"]: dict({k: None if v is None else str(v) for k, v in n.items()
                               if k not in ("name", "rank", "rejected")},
                              rejected=n.get("rejected", {})) for n in d["nodes"]}
     jobs = {j["job_id"]: dict({"slot": str(j["slot"]), "mask": "0x%x" % j["mask"],
-                               "nodes": j["nodes"]},
+                               "nodes": j["nodes"], "user": j.get("user", ""),
+                               "name": j.get("name", "")},
                               **({"policy": j["policy"]} if j["policy"] else {}))
             for j in d["jobs"]}
     return hdr, nodes, jobs

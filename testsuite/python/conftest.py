@@ -52,6 +52,8 @@ def pytest_report_header(config):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    # fixtures see the outcome (storm-web's keeps a screenshot of a failure)
+    setattr(item, "rep_" + rep.when, rep)
     if rep.failed:
         dirs = ", ".join(c.path("log") for c in _clusters) or LOGROOT
         rep.sections.append(("STORM cluster logs", dirs))

@@ -40,6 +40,10 @@ static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 	n->clock_uncert_us = 87;
 	n->late_switches = 3;
 	snprintf(n->switch_at, sizeof(n->switch_at), "announced");
+	n->failsafe_events = 3;
+	n->failsafe_open = 1;
+	n->has_lag = true;
+	n->switch_lag_us = -42;
 	h->rejected_mm = 4;
 	snprintf(h->switch_at, sizeof(h->switch_at), "announced");
 	h->lead_us = 650;
@@ -53,6 +57,9 @@ static void sample(storm_status_hdr_t *h, storm_status_node_t *n,
 	j->mask = 0x3;
 	snprintf(j->nodes, sizeof(j->nodes), "0-3,7");
 	snprintf(j->policy, sizeof(j->policy), "flexible");
+	snprintf(j->user, sizeof(j->user), "alice");
+	/* a user's string: spaces, markup, '%', a tab, UTF-8 */
+	snprintf(j->name, sizeof(j->name), "<img src=x onerror=alert(1)> 100%%\t\xc3\xa9");
 }
 
 /* Write through the writer into a memory buffer. */
@@ -81,8 +88,8 @@ START_TEST(writer_format)
 	ck_assert_ptr_nonnull(strstr(text, "version=1\nwritten=1700000000\nmm_id=0\nepoch=42\nslot=1\nnslots=2\n"));
 	ck_assert_ptr_nonnull(strstr(text, "provider=tcp;ofi_rxm\nnnodes=1\nquanta_per_strobe=3\nrejected_mm=4\n"));
 	ck_assert_ptr_nonnull(strstr(text, "rejected_mm=4\nswitch_at=announced\nlead_us=650\nsuspect_time_us=250000\ndrains=5\nreturns=3\n"));
-	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 clock_offset_us=-5012 clock_uncert_us=87 late_switches=3 switch_at=announced silent_ms=12\n"));
-	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible\n"));
+	ck_assert_ptr_nonnull(strstr(text, "node 0 node1 state=live ack_us=516 misses=2 rejected=1,20,300 clock_offset_us=-5012 clock_uncert_us=87 late_switches=3 switch_at=announced silent_ms=12 failsafe_events=3 failsafe_open=1 switch_lag_us=-42\n"));
+	ck_assert_ptr_nonnull(strstr(text, "job 7 slot=1 mask=0x3 nodes=0-3,7 policy=flexible user=alice name=<img%20src=x%20onerror=alert(1)>%20100%25%09%C3%A9\n"));
 	free(text);
 }
 END_TEST
@@ -127,6 +134,10 @@ START_TEST(policy_optional_and_junk_skipped)
 	ck_assert_int_eq(st.jobs[0].slot, -1);
 	ck_assert_uint_eq(st.jobs[0].mask, 0xffffffffu);
 	ck_assert_str_eq(st.jobs[0].policy, "");
+	ck_assert_str_eq(st.jobs[0].user, "");
+	ck_assert_str_eq(st.jobs[0].name, "");
+	ck_assert_uint_eq(st.nodes[0].failsafe_events, 0);
+	ck_assert(!st.nodes[0].has_lag);
 	storm_status_free(&st);
 }
 END_TEST
@@ -184,12 +195,84 @@ START_TEST(json_form)
 	fclose(fp);
 	ck_assert_ptr_nonnull(strstr(buf, "{\"header\":{\"version\":1,\"written\":1700000000,"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"provider\":\"tcp;ofi_rxm\","));
-	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"clock_offset_us\":-5012,\"clock_uncert_us\":87,\"late_switches\":3,\"switch_at\":\"announced\",\"silent_ms\":12}"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"rank\":0,\"name\":\"a\\\"b\",\"state\":\"live\",\"ack_us\":516,\"misses\":2,\"rejected\":{\"ctl\":1,\"bcast\":20,\"fabric\":300},\"clock_offset_us\":-5012,\"clock_uncert_us\":87,\"late_switches\":3,\"switch_at\":\"announced\",\"silent_ms\":12,\"failsafe_events\":3,\"failsafe_open\":1,\"switch_lag_us\":-42}"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"switch_at\":\"announced\",\"lead_us\":650,\"suspect_time_us\":250000,\"drains\":5,\"returns\":3}"));
-	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\"}"));
+	ck_assert_ptr_nonnull(strstr(buf, "{\"job_id\":7,\"slot\":1,\"mask\":3,\"nodes\":\"0-3,7\",\"policy\":\"flexible\",\"user\":\"alice\",\"name\":\"<img src=x onerror=alert(1)> 100%\\u0009\xc3\xa9\"}"));
 	storm_status_free(&st);
 	free(buf);
 	free(text);
+}
+END_TEST
+
+START_TEST(bcast_lines)
+{
+	storm_status_bcast_t b = { 0 };
+	storm_status_t st;
+	char *buf = NULL, *json = NULL;
+	size_t len = 0, jlen = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	b.relay = 2;
+	snprintf(b.name, sizeof(b.name), "node3");
+	b.key = 0xfedcba9876543210ULL;
+	b.job_id = 12;
+	snprintf(b.phase, sizeof(b.phase), "data");
+	b.size = 1000000;
+	b.received = 4096;
+	b.nnodes = 3;
+	b.start_us = 1700000000123456LL;
+	b.elapsed_us = 2500;
+	snprintf(b.ready, sizeof(b.ready), "0-1,3");
+	b.count = 5;
+	b.failed = 1;
+	b.bytes = 77;
+	fputs("version=1\n", fp);
+	ck_assert_int_gt(storm_status_fprint_bcast(fp, &b), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(buf, "bcast 2 node3 key=fedcba9876543210 job=12 phase=data size=1000000 received=4096 nodes=3 start_us=1700000000123456 elapsed_us=2500 ready=0-1,3 done=- count=5 failed=1 bytes=77\n"));
+	ck_assert_int_eq(storm_status_parse(buf, &st), 0);
+	ck_assert_int_eq(st.nbcasts, 1);
+	ck_assert_mem_eq(&st.bcasts[0], &b, sizeof(b));
+	fp = open_memstream(&json, &jlen);
+	ck_assert_int_eq(storm_status_fprint_json(fp, &st), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(json, "\"bcasts\":[\n{\"relay\":2,\"name\":\"node3\",\"key\":\"fedcba9876543210\",\"job_id\":12,\"phase\":\"data\",\"size\":1000000,\"received\":4096,\"nnodes\":3,\"start_us\":1700000000123456,\"elapsed_us\":2500,\"ready\":\"0-1,3\",\"done\":\"\",\"count\":5,\"failed\":1,\"bytes\":77}]}"));
+	storm_status_free(&st);
+	free(json);
+	free(buf);
+}
+END_TEST
+
+/* A node that has not reported a switch lag: "-" in the file, null in
+ * JSON, unknown again when read back. */
+START_TEST(lag_unknown)
+{
+	storm_status_hdr_t h;
+	storm_status_node_t n;
+	storm_status_job_t j;
+	storm_status_t st;
+	char *buf = NULL, *json = NULL;
+	size_t len = 0, jlen = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	sample(&h, &n, &j);
+	n.has_lag = false;
+	n.switch_lag_us = 0;
+	ck_assert_int_gt(storm_status_fprint_hdr(fp, &h), 0);
+	ck_assert_int_gt(storm_status_fprint_node(fp, &n), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(buf, " failsafe_open=1 switch_lag_us=-\n"));
+	ck_assert_int_eq(storm_status_parse(buf, &st), 0);
+	ck_assert_int_eq(st.nnodes, 1);
+	ck_assert(!st.nodes[0].has_lag);
+	ck_assert_mem_eq(&st.nodes[0], &n, sizeof(n));
+	fp = open_memstream(&json, &jlen);
+	ck_assert_int_eq(storm_status_fprint_json(fp, &st), 0);
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(json, ",\"failsafe_open\":1,\"switch_lag_us\":null}"));
+	storm_status_free(&st);
+	free(json);
+	free(buf);
 }
 END_TEST
 
@@ -209,11 +292,13 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("status");
 
 	tcase_add_test(tc, writer_format);
+	tcase_add_test(tc, bcast_lines);
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, policy_optional_and_junk_skipped);
 	tcase_add_test(tc, not_a_status_file);
 	tcase_add_test(tc, file_write_and_read);
 	tcase_add_test(tc, json_form);
+	tcase_add_test(tc, lag_unknown);
 	tcase_add_test(tc, ranks_lists);
 	suite_add_tcase(s, tc);
 	return s;

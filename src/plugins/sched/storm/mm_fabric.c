@@ -128,9 +128,9 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.rank = mm->nnodes;
 	cfg.nodes = (const char *const *) mm->node_addrs;
 	cfg.nnodes = mm->nnodes + 1;
-	/* the MM only sends, but for the nodes' heartbeats and reports
-	 * (storm_report.h)
-	 * and their clock replies (storm_gang.h) */
+	/* the MM only sends, but for the nodes' heartbeats and reports, the
+	 * relays' reports (storm_report.h) and the nodes' clock replies
+	 * (storm_gang.h), one after the other */
 	cfg.region_size = STORM_GANG_MM_REGION;
 	cfg.arity = (int) mm->conf.tree_arity;
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);

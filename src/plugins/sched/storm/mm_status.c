@@ -11,7 +11,9 @@
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
+#include "src/common/uid.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
 #include "src/common/storm_report.h"
@@ -59,8 +61,9 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	}
 }
 
-/* What node i last reported of the messages it refused (storm_report.h). */
-static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
+/* What node i last reported with its heartbeat (storm_report.h): the
+ * messages it refused, its fail-safe and its switch lag. */
+static void fill_report(const mm_t *mm, int i, storm_status_node_t *n)
 {
 	const storm_node_report_t *r = mm_heartbeat_report(mm, i);
 
@@ -68,6 +71,10 @@ static void fill_rejected(const mm_t *mm, int i, storm_status_node_t *n)
 		return;
 	for (int k = 0; k < STORM_REJECT_KINDS; k++)
 		n->rejected[k] = r->rejected[k];
+	n->failsafe_events = r->failsafe_events;
+	n->failsafe_open = r->failsafe_open ? 1 : 0;
+	n->has_lag = r->has_lag != 0;
+	n->switch_lag_us = r->switch_lag_us;
 }
 
 /* What node i last replied to a clock request (mm_offset.c). */
@@ -109,13 +116,14 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 	n->silent_ms = mn->heard_once ?
 		       (int64_t) ((mm_now_ns(CLOCK_MONOTONIC) -
 				   mn->last_heard_ns) / 1000000) : -1;
-	fill_rejected(mm, i, n);
+	fill_report(mm, i, n);
 	fill_clock(mm, i, n);
 }
 
 static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 {
 	storm_set_t set;
+	char *user;
 
 	storm_set_clear(&set);
 	for (int k = 0; k < mm->nnodes; k++)
@@ -126,13 +134,82 @@ static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 	s->mask = j->mask;
 	storm_set_format(&set, s->nodes, sizeof(s->nodes));
 	snprintf(s->policy, sizeof(s->policy), "%s", mm_job_policy_str(j));
+	user = uid_to_string_cached((uid_t) j->uid);
+	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
+}
+
+/* The jobs' names, for people, under Slurm's job read lock: once per
+ * status (a second), never per quantum. */
+static void job_names(const mm_t *mm, storm_status_job_t *s)
+{
+	slurmctld_lock_t job_read = { .job = READ_LOCK };
+
+	lock_slurmctld(job_read);
+	for (int i = 0; i < mm->matrix.njobs; i++) {
+		job_record_t *jp = find_job_record(mm->matrix.jobs[i].job_id);
+
+		snprintf(s[i].name, sizeof(s[i].name), "%s",
+			 jp && jp->name ? jp->name : "");
+	}
+	unlock_slurmctld(job_read);
+}
+
+/* The reports in the MM's region, where the node managers write them. */
+static const uint8_t *report_region(const mm_t *mm, size_t *size)
+{
+	*size = 0;
+	return mm->ctx ? storm_region_ptr(mm->ctx, size) : NULL;
+}
+
+static void ranks_format(const uint64_t *bits, char *out, size_t len)
+{
+	storm_set_t set;
+
+	memcpy(set.bits, bits, sizeof(set.bits));
+	storm_set_format(&set, out, len);
+}
+
+/* Relay i's latest broadcast (storm_report.h) as a status line; false when
+ * node i never relayed one. */
+static bool fill_bcast(const mm_t *mm, int i, storm_status_bcast_t *b)
+{
+	storm_relay_report_t r;
+	size_t size;
+	const uint8_t *region = report_region(mm, &size);
+
+	if (!region || i >= STORM_REPORT_MAX_RANKS ||
+	    storm_relay_report_off(i) + sizeof(r) > size)
+		return false;
+	/* a copy: the relay may be writing the next one meanwhile (a torn
+	 * record shows at worst one report stale fields) */
+	memcpy(&r, region + storm_relay_report_off(i), sizeof(r));
+	if (r.magic != STORM_RELAY_REPORT_MAGIC || r.rank != (uint32_t) i)
+		return false;
+	memset(b, 0, sizeof(*b));
+	b->relay = i;
+	snprintf(b->name, sizeof(b->name), "%s", mm->node_names[i]);
+	b->key = r.key;
+	b->job_id = r.job_id;
+	snprintf(b->phase, sizeof(b->phase), "%s", storm_relay_phase_str(r.phase));
+	b->size = r.size;
+	b->received = r.received;
+	b->nnodes = r.nnodes;
+	b->start_us = r.start_us;
+	b->elapsed_us = r.elapsed_us;
+	ranks_format(r.ready, b->ready, sizeof(b->ready));
+	ranks_format(r.done, b->done, sizeof(b->done));
+	b->count = r.count;
+	b->failed = r.failed;
+	b->bytes = r.bytes;
+	return true;
 }
 
 static void print_all(const mm_t *mm, FILE *fp)
 {
 	storm_status_hdr_t h;
 	storm_status_node_t n;
-	storm_status_job_t *s = xmalloc(sizeof(*s));
+	storm_status_job_t *s = xcalloc(mm->matrix.njobs + 1, sizeof(*s));
+	storm_status_bcast_t *b;
 
 	fill_hdr(mm, &h);
 	storm_status_fprint_hdr(fp, &h);
@@ -140,11 +217,17 @@ static void print_all(const mm_t *mm, FILE *fp)
 		fill_node(mm, i, &n);
 		storm_status_fprint_node(fp, &n);
 	}
+	job_names(mm, s);
 	for (int i = 0; i < mm->matrix.njobs; i++) {
-		fill_job(mm, &mm->matrix.jobs[i], s);
-		storm_status_fprint_job(fp, s);
+		fill_job(mm, &mm->matrix.jobs[i], &s[i]);
+		storm_status_fprint_job(fp, &s[i]);
 	}
 	xfree(s);
+	b = xmalloc(sizeof(*b));
+	for (int i = 0; i < mm->nnodes; i++)
+		if (fill_bcast(mm, i, b))
+			storm_status_fprint_bcast(fp, b);
+	xfree(b);
 }
 
 extern void mm_status_write(const mm_t *mm)

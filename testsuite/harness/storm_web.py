@@ -1,0 +1,100 @@
+"""storm-web for the tests, the benchmark and the demo: start it on a
+cluster's status file, talk HTTP to it (http.client: no proxy from the
+environment), and drive Debian's headless Chromium at its page."""
+import contextlib
+import http.client
+import os
+import re
+import subprocess
+
+from storm_wait import wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+class StormWeb:
+    """A running storm-web for `cluster`; its output goes to log/storm-web.log."""
+
+    def __init__(self, cluster, listen="127.0.0.1:0"):
+        self.cluster = cluster
+        self.log_path = cluster.path("log", "storm-web.log")
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [os.path.join(cluster.builddir, "src", "web", "storm-web"),
+             "--conf", "/dev/null", "--listen", listen,
+             "--status", cluster.path("state", "storm-mm.status"),
+             "--stormctl", os.path.join(cluster.builddir, "src", "stormctl", "stormctl")],
+            stdout=subprocess.PIPE, stderr=self.log)
+        line = self.proc.stdout.readline().decode(errors="replace")
+        m = re.search(r"http://([^/]+):(\d+)/", line)
+        if not m:
+            self.stop()
+            raise AssertionError("storm-web did not start: %r (see %s)" % (line, self.log_path))
+        self.host, self.port = m.group(1), int(m.group(2))
+        self.url = "http://%s:%d/" % (self.host, self.port)
+
+    def request(self, path, method="GET", headers=None, timeout=10):
+        """(status, headers dict, body bytes)."""
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            c.request(method, path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+
+
+@contextlib.contextmanager
+def storm_web(cluster, **kw):
+    w = StormWeb(cluster, **kw)
+    try:
+        yield w
+    finally:
+        w.stop()
+
+
+def chromium(width=1400, height=1100):
+    """A headless Chromium under chromedriver (python3-selenium)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--no-proxy-server", "--window-size=%d,%d" % (width, height)):
+        opts.add_argument(a)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+@contextlib.contextmanager
+def browser(url, **kw):
+    drv = chromium(**kw)
+    try:
+        drv.get(url)
+        yield drv
+    finally:
+        drv.quit()
+
+
+def page_polls(drv):
+    """How often the page has polled the service (it counts them)."""
+    return int(drv.execute_script("return document.body.dataset.polls || 0"))
+
+
+def wait_page_polling(drv, timeout=30):
+    wait_for(lambda: page_polls(drv) > 2, timeout, "the page polling storm-web")

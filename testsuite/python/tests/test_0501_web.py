@@ -1,0 +1,311 @@
+"""storm-web: a real gang cluster, storm-web on its Machine Manager's
+status, and Debian's headless Chromium on the page, checking what a person
+would see: two gang jobs in two slots on the same nodes, the running slot
+changing, a job with a hostile name shown as text, a broadcast appearing
+with its progress and finishing, a node turning drained after its node
+manager is killed; /metrics parsed by prometheus_client
+agreeing with `stormctl show`; bad requests answered, never a crash.
+
+A failing test leaves the browser's screenshot and the page's HTML in the
+cluster's log directory (web-failure-TEST.png/.html); the first test keeps
+a screenshot of the live page there as web-page.png either way, and one
+with the broadcast in flight as web-page-bcast.png."""
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+import storm_gang as g
+import storm_web as w
+from storm_wait import poll, wait_for
+
+pytest.importorskip("selenium")
+prom_parser = pytest.importorskip("prometheus_client.parser")
+
+Q_MS = 40
+NODES = ["node1", "node2", "node3", "node4"]
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def gangweb(make_gang_cluster):
+    return make_gang_cluster("gangweb", 4,
+                             "Timeslice=%dms\nMaxMPL=3\nFailSafe=500ms\n"
+                             "SuspectQuanta=250\n" % Q_MS,
+                             "OverSubscribe=FORCE:3")
+
+
+@pytest.fixture(scope="module")
+def web(gangweb):
+    with w.storm_web(gangweb) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def pair(gangweb):
+    """The gang pair on every node, the first with a hostile name."""
+    with g.running_pair(gangweb, NODES, (HOSTILE, "gangB")) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def driver(web):
+    d = w.chromium()
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+@pytest.fixture
+def page(request, driver, web, gangweb):
+    """The page, freshly loaded; on failure its screenshot and HTML are kept."""
+    driver.get(web.url)
+    w.wait_page_polling(driver)
+    yield driver
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        base = gangweb.path("log", "web-failure-%s" % request.node.name)
+        driver.save_screenshot(base + ".png")
+        with open(base + ".html", "w") as f:
+            f.write(driver.page_source)
+
+
+def _css(d, sel):
+    return d.find_elements("css selector", sel)
+
+
+# The page redraws five times a second: read it in one script, never
+# element by element (an element found may be gone when it is read).
+def _jobs_shown(d):
+    """{job id: (name, user, slot)} as the jobs table shows them."""
+    rows = d.execute_script("""
+        return Array.from(document.querySelectorAll('#jobs tbody tr')).map(tr =>
+            [tr.dataset.job].concat(Array.from(tr.cells).map(td => td.innerText)));""")
+    return {int(r[0]): (r[2], r[3], r[4]) for r in rows}
+
+
+def _matrix(d):
+    """{slot: {node: job id text}} as the matrix shows it, and the running slot."""
+    nodes, rows = d.execute_script("""
+        const t = document.getElementById('matrix');
+        const nodes = t.rows.length ? Array.from(t.rows[0].cells).slice(1).map(c => c.innerText) : [];
+        const rows = Array.from(t.querySelectorAll('tr[data-slot]')).map(tr =>
+            [Number(tr.dataset.slot), tr.className, Array.from(tr.cells).slice(1).map(c => c.innerText)]);
+        return [nodes, rows];""")
+    cells, running = {}, None
+    for s, cls, texts in rows:
+        cells[s] = dict(zip(nodes, texts))
+        if "running" in cls:
+            running = s
+    return cells, running
+
+
+def _tile_state(d, node):
+    return d.execute_script("""
+        const t = Array.from(document.querySelectorAll('#nodes .tile')).find(e => e.dataset.node === arguments[0]);
+        return t ? t.dataset.state : null;""", node)
+
+
+def _events_text(d):
+    return d.execute_script("""
+        return Array.from(document.querySelectorAll('#events li')).map(li => li.innerText);""")
+
+
+def test_page_shows_pair_slots_and_hostile_name_as_text(gangweb, web, pair, page):
+    c = gangweb
+    a, b, _, _ = pair
+    d = page
+    wait_for(lambda: set(_jobs_shown(d)) >= {a, b}, 30, "both jobs in the page's table")
+    _, _, jobs = g.mm_status(c)
+    shown = _jobs_shown(d)
+    # the hostile name is text in its cell, and nothing made an element of it
+    assert shown[a][0] == HOSTILE, shown
+    assert shown[b][0] == "gangB", shown
+    assert d.execute_script("return document.images.length") == 0, "a job name became markup"
+    assert "&lt;img src=x" in d.page_source
+    assert d.execute_script("return document.querySelectorAll('[onerror]').length") == 0
+    # two slots on the same nodes, as the Machine Manager has them
+    assert {shown[a][2], shown[b][2]} == {jobs[a]["slot"], jobs[b]["slot"]} == {"0", "1"}
+    cells, _ = _matrix(d)
+    for n in NODES:
+        assert {cells[0][n], cells[1][n]} == {str(a), str(b)}, cells
+        assert cells[int(jobs[a]["slot"])][n] == str(a), cells
+        assert _tile_state(d, n) == "live"
+    # the running slot moves: the MM writes its status once a second, the
+    # page samples it; at a 40 ms quantum both slots show within seconds
+    seen = set()
+    poll(lambda: seen.add(_matrix(d)[1]) or seen >= {0, 1}, 60, period=0.2)
+    assert seen >= {0, 1}, seen
+    d.save_screenshot(c.path("log", "web-page.png"))
+
+
+def _metrics(web):
+    st, hdrs, body = web.request("/metrics")
+    assert st == 200 and hdrs["Content-Type"].startswith("text/plain"), (st, hdrs)
+    out = {}
+    for fam in prom_parser.text_string_to_metric_families(body.decode()):
+        # a family without samples yet (no broadcast so far) is still there
+        out[(fam.name + ("_total" if fam.type == "counter" else ""), "family")] = None
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_metrics_agree_with_stormctl_show(gangweb, web, pair):
+    c = gangweb
+    hdr0, nodes, jobs = g.mm_status(c)
+    # storm-web looks at the file at most every 0.1 s: after that it has
+    # seen this status or a newer one
+    time.sleep(0.3)
+    m = _metrics(web)
+    hdr1, _, _ = g.mm_status(c)
+    assert m[("storm_web_status_up", ())] == 1
+    assert m[("storm_quantum_seconds", ())] == pytest.approx(int(hdr0["quantum_us"]) / 1e6)
+    assert m[("storm_slots", ())] == int(hdr0["nslots"]) == 2
+    # a counter read between two statuses lies between them
+    assert int(hdr0["quanta"]) <= m[("storm_quanta_total", ())] <= int(hdr1["quanta"])
+    assert m[("storm_jobs", (("policy", "gang"),))] == len(jobs) == 2
+    for n, v in nodes.items():
+        assert m[("storm_node_state", (("node", n), ("state", "live")))] == 1
+        assert m[("storm_node_state", (("node", n), ("state", "drained")))] == 0
+        assert ("storm_node_ack_latency_seconds", (("node", n),)) in m
+        for kind, k in v["rejected"].items():
+            assert m[("storm_node_rejected_messages_total", (("kind", kind), ("node", n)))] >= k
+        assert m[("storm_node_failsafe_thaws_total", (("node", n),))] == int(v["failsafe_events"])
+    assert m[("storm_nodes", (("state", "live"),))] == len(NODES)
+    # every node reported its switch lag (with its heartbeat)
+    for n, v in nodes.items():
+        assert v["switch_lag_us"] is not None, (n, v)
+        assert m[("storm_node_switch_lag_seconds", (("node", n),))] == \
+            pytest.approx(int(v["switch_lag_us"]) / 1e6, abs=1e-3)
+    assert ("storm_switch_skew_seconds", ()) in m
+    # every metric the Grafana dashboard draws is there
+    dash = os.path.join(os.path.dirname(__file__), "..", "..", "..", "contribs", "grafana",
+                        "storm-dashboard.json")
+    with open(dash) as f:
+        exprs = [t["expr"] for p in json.load(f)["panels"] for t in p["targets"]]
+    names = {k[0] for k in m}
+    for e in exprs:
+        for name in re.findall(r"storm_[a-z_]+", e):
+            assert name in names, (name, e)
+    # OpenMetrics when asked for
+    st, hdrs, body = web.request("/metrics", headers={"Accept": "application/openmetrics-text"})
+    assert st == 200 and "openmetrics" in hdrs["Content-Type"], hdrs
+    assert body.rstrip().endswith(b"# EOF")
+
+
+def test_bad_requests_get_errors_never_a_crash(web, pair):
+    st, hdrs, body = web.request("/no/such/path")
+    assert st == 404 and b"error" in body
+    assert web.request("/api/v1/nope")[0] == 404
+    assert web.request("/api/v1/status", method="POST")[0] == 405
+    assert web.request("/", method="DELETE")[0] == 405
+    assert web.request("/", headers={"X-Huge": "a" * 20000})[0] in (400, 431)
+    assert web.request("/" + "a" * 20000)[0] in (400, 414)
+    # garbage that is not HTTP, and many connections held open at once
+    with contextlib.ExitStack() as stack:
+        socks = []
+        for _ in range(300):
+            s = stack.enter_context(socket.create_connection((web.host, web.port), timeout=5))
+            socks.append(s)
+        socks[0].sendall(b"\x00\xff garbage \r\n\r\n")
+        socks[1].sendall(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\nabc")
+        st, _, body = web.request("/api/v1/status")
+        assert st == 200, body
+    assert web.alive()
+    st, hdrs, _ = web.request("/")
+    assert st == 200 and "script-src 'self'" in hdrs["Content-Security-Policy"]
+
+
+def _bcasts_shown(d):
+    """[(relay, job, phase, progress text, done text)] as the page shows them."""
+    return d.execute_script("""
+        return Array.from(document.querySelectorAll('#bcasts tbody tr')).map(tr =>
+            [tr.dataset.relay, Number(tr.dataset.job), tr.dataset.phase,
+             tr.cells[3].innerText, tr.cells[5].innerText]);""")
+
+
+# Big enough that the broadcast outlasts a status or two (the MM writes
+# its status once a second) on loopback here; the script itself is a
+# few lines and a comment.
+BCAST_MB = 192
+
+
+def test_broadcast_appears_with_progress_and_finishes(gangweb, web, pair, page):
+    c = gangweb
+    d = page
+    share = c.path("share")
+    os.makedirs(share, exist_ok=True)
+    script = os.path.join(share, "big.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+        f.truncate(BCAST_MB << 20)
+    os.chmod(script, 0o755)
+    env = dict(c.env, SLURM_STORM_BCAST="yes")
+    seen = []
+    try:
+        p = subprocess.Popen(["srun", "-N4", "-w", ",".join(NODES), "--ntasks-per-node=1", script],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+        def finished():
+            rows = _bcasts_shown(d)
+            if any(r[2] == "data" for r in rows) and not any(r[2] == "data" for r in seen):
+                d.save_screenshot(c.path("log", "web-page-bcast.png"))
+            seen.extend(r for r in rows if r not in seen)
+            return any(r[2] == "done" for r in rows) and p.poll() is not None
+
+        wait_for(finished, 180, "the broadcast shown done")
+        out = p.communicate()[0].decode(errors="replace")
+        assert p.returncode == 0, out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.unlink(script)
+    inflight = [r for r in seen if r[2] not in ("done", "failed")]
+    assert inflight, "the page never showed the broadcast in flight: %s" % seen
+    # progress: part of the file, or the nodes' readiness, before the end
+    assert any(r[3].split("%")[0].strip() != "100" or r[2] in ("ready", "manifest")
+               for r in inflight), seen
+    done = [r for r in seen if r[2] == "done"][-1]
+    assert done[4].startswith("3/3"), done    # the three nodes besides the relay
+    print("broadcast as the page showed it: %s" % seen)
+    # /metrics counts it for its relay
+    m = _metrics(web)
+    assert m[("storm_relay_broadcasts_total", (("node", done[0]),))] >= 1
+    assert m[("storm_relay_broadcast_bytes_total", (("node", done[0]),))] >= BCAST_MB << 20
+
+
+def test_node_turns_drained_after_its_node_manager_is_killed(gangweb, web, pair, page):
+    c = gangweb
+    d = page
+    victim = "node4"
+    try:
+        nm_pid = int(dict(x.split("=", 1) for x in
+                          g.nm_request(c, victim, "ping")[3:].split())["pid"])
+        # hold slurmd, which would restart the NM at once (test_0203)
+        slurmd = c.procs["slurmd-%s" % victim]
+        slurmd.send_signal(signal.SIGSTOP)
+        try:
+            os.kill(nm_pid, signal.SIGKILL)
+            wait_for(lambda: _tile_state(d, victim) == "drained", 60,
+                     "%s's tile drained" % victim)
+        finally:
+            slurmd.send_signal(signal.SIGCONT)
+        assert g.mm_status(c)[1][victim]["state"] == "drained"
+        for n in NODES[:3]:
+            assert _tile_state(d, n) in ("live", "suspect")
+        # the event log names it
+        wait_for(lambda: any(victim in t and "drained" in t for t in _events_text(d)), 10,
+                 "the drain in the event log")
+        m = _metrics(web)
+        assert m[("storm_node_state", (("node", victim), ("state", "drained")))] == 1
+    finally:
+        c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"], check=False)

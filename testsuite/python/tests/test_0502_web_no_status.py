@@ -1,0 +1,111 @@
+"""storm-web without a Machine Manager: no status file, a stale one, a bad
+configuration.  It serves the page and says what is wrong (503 with the
+reason, storm_web_status_up 0, nodes "unknown" on a stale status); a bad
+configuration stops it with a message naming the file and line.  No
+cluster: stormctl from the build reads files the test writes."""
+import http.client
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from storm_wait import wait_for
+
+pytest.importorskip("aiohttp")
+prom_parser = pytest.importorskip("prometheus_client.parser")
+
+BUILD = os.path.abspath(os.environ.get("STORM_BUILDDIR", os.path.join(
+    os.path.dirname(__file__), "..", "..", "..")))
+WEB = os.path.join(BUILD, "src", "web", "storm-web")
+STORMCTL = os.path.join(BUILD, "src", "stormctl", "stormctl")
+
+STALE = """version=1
+written=%d
+mm_id=1
+epoch=5
+slot=0
+nslots=1
+quantum_us=20000
+nnodes=1
+suspect_time_us=250000
+node 0 node1 state=live ack_us=300 misses=0 rejected=0,0,0 silent_ms=20 failsafe_events=0 failsafe_open=0 switch_lag_us=-
+job 7 slot=0 mask=0x1 nodes=0 policy=gang user=alice name=a%%20b
+"""
+
+
+class Web:
+    def __init__(self, status, conf="/dev/null"):
+        self.p = subprocess.Popen([WEB, "--conf", conf, "--listen", "127.0.0.1:0",
+                                   "--status", status, "--stormctl", STORMCTL],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.p.stdout.readline().decode()
+        m = re.search(r":(\d+)/", line)
+        assert m, (line, self.p.stderr.read())
+        self.port = int(m.group(1))
+
+    def get(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def stop(self):
+        self.p.terminate()
+        assert self.p.wait(10) == 0
+
+
+def _up(body):
+    for fam in prom_parser.text_string_to_metric_families(body.decode()):
+        if fam.name == "storm_web_status_up":
+            return fam.samples[0].value
+    return None
+
+
+def test_no_status_file_is_a_503_with_the_reason(tmp_path):
+    w = Web(str(tmp_path / "storm-mm.status"))
+    try:
+        st, body = w.get("/api/v1/status")
+        assert st == 503 and b"storm-mm.status" in body, body
+        st, body = w.get("/metrics")
+        assert st == 200 and _up(body) == 0
+        assert w.get("/")[0] == 200
+    finally:
+        w.stop()
+
+
+def test_stale_status_shows_unknown_nodes_then_a_fresh_one_live(tmp_path):
+    path = tmp_path / "storm-mm.status"
+    path.write_text(STALE % (time.time() - 60))
+    w = Web(str(path))
+    try:
+        st, body = w.get("/api/v1/nodes")
+        assert st == 200 and b'"view": "unknown"' in body, body
+        assert _up(w.get("/metrics")[1]) == 0
+        # the writer's rename: a new file
+        tmp = tmp_path / "storm-mm.status.tmp"
+        tmp.write_text(STALE % time.time())
+        os.rename(tmp, path)
+        wait_for(lambda: b'"view": "live"' in w.get("/api/v1/nodes")[1], 10,
+                 "the fresh status served")
+        assert _up(w.get("/metrics")[1]) == 1
+        # the %XX-encoded name decoded through stormctl
+        assert b'"name": "a b"' in w.get("/api/v1/jobs")[1]
+    finally:
+        w.stop()
+
+
+@pytest.mark.parametrize("text,want", [
+    ("Listen=127.0.0.1:0\nBogus=1\n", b":2: expected one of Listen=, Status=, Stormctl="),
+    ("Listen=nowhere\n", b"Listen=nowhere: expected HOST:PORT"),
+])
+def test_bad_configuration_stops_with_a_message(tmp_path, text, want):
+    conf = tmp_path / "storm-web.conf"
+    conf.write_text(text)
+    r = subprocess.run([WEB, "--conf", str(conf), "--status", str(tmp_path / "x")],
+                       capture_output=True, timeout=30)
+    assert r.returncode != 0 and want in r.stderr, r.stderr
