@@ -5,7 +5,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
@@ -18,8 +17,8 @@
 #include "src/common/storm_gang.h"
 
 #include "mm_fabric.h"
-#include "mm_return.h"
 #include "mm_offset.h"
+#include "mm_return.h"
 
 #define MM_MIN_TIMEOUT_MS 100
 
@@ -102,9 +101,7 @@ static void learn_nodes(mm_t *mm, char *host, size_t hostlen)
 		/* drained by an earlier MM (before slurmctld restarted or the
 		 * fabric was rejoined): still ours to return to service */
 		mm->nodes[i].drain_ours = mm->nodes[i].drained =
-			nr && IS_NODE_DRAIN(nr) && nr->reason &&
-			!strncmp(nr->reason, MM_DRAIN_REASON_PREFIX,
-				 strlen(MM_DRAIN_REASON_PREFIX));
+			nr && mm_return_drained_by_us(nr);
 	}
 	snprintf(host, hostlen, "%s",
 		 (slurm_conf.control_cnt && slurm_conf.control_addr &&

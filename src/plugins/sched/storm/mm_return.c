@@ -50,13 +50,18 @@ extern bool mm_return_due(const mm_t *mm, uint64_t now)
 	return false;
 }
 
-/* Still drained by us: DRAIN with our reason (an administrator who wrote
- * another one, or set the node down, decides for it now). */
-static bool still_ours(const node_record_t *nr)
+extern bool mm_return_drained_by_us(const node_record_t *nr)
 {
-	return IS_NODE_DRAIN(nr) && !IS_NODE_DOWN(nr) && nr->reason &&
+	return IS_NODE_DRAIN(nr) && nr->reason &&
 	       !strncmp(nr->reason, MM_DRAIN_REASON_PREFIX,
 			strlen(MM_DRAIN_REASON_PREFIX));
+}
+
+/* Still ours to lift: drained by us and not down (an administrator who
+ * wrote another reason, or set the node down, decides for it now). */
+static bool still_ours(const node_record_t *nr)
+{
+	return mm_return_drained_by_us(nr) && !IS_NODE_DOWN(nr);
 }
 
 /* Under slurmctld's node write lock; true if the node was resumed. */

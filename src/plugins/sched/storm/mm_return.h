@@ -10,10 +10,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "src/common/node_conf.h"
+
 #include "mm_state.h"
 
 /* Every drain reason the Machine Manager writes begins with this. */
 #define MM_DRAIN_REASON_PREFIX "STORM: node manager "
+
+/* Drained in Slurm with a reason the Machine Manager wrote (by this MM or
+ * an earlier one).  Under slurmctld's node read lock. */
+extern bool mm_return_drained_by_us(const node_record_t *nr);
 
 /* Follow, listen by listen, how long each node drained by this MM has
  * answered without a miss (in the strobe set, heard, no missed quantum). */
