@@ -606,6 +606,21 @@ class Cluster:
                 jobid, timeout, self.job_info(jobid)))
         return info
 
+    def storm_pend_reason(self, jobid):
+        """STORM's reason for a pending job ("PENDING <reason>"), or None:
+        squeue's reason where Slurm keeps a select plugin's (22.05); 24.11
+        resets every reason after a failed selection, so there slurmctld's
+        log says it (src/plugins/compat/compat_2411.c)."""
+        r = self.run(["squeue", "-h", "-j", str(jobid), "-o", "%T %R"]).stdout.strip()
+        if not r.startswith("PENDING"):
+            return None
+        if SLURM_VERSION == "22.05":
+            return r if "STORM_" in r else None
+        with open(self.log()) as f:
+            said = re.findall(r"select/cons_tres_storm: JobId=%d pends: (\S+)" % int(jobid),
+                              f.read())
+        return "PENDING " + said[-1] if said else None
+
     def pid(self, name):
         """PID of a daemon this cluster started ("slurmctld", "slurmd-node1")."""
         p = self.procs.get(name)

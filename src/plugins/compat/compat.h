@@ -26,4 +26,12 @@ extern bool storm_compat_set_pend_reason(job_record_t *job_ptr,
 /* Forget a reason set above (each selection derives it afresh). */
 extern void storm_compat_clear_pend_reason(job_record_t *job_ptr);
 
+/*
+ * Whether this slurmctld is the new process of an 'scontrol reconfigure':
+ * from 23.11 on slurmctld re-executes itself to reconfigure (controller.c,
+ * SLURMCTLD_RECONF in the new process's environment), so plugins start
+ * afresh and keep nothing in memory; 22.05 reconfigures in place.
+ */
+extern bool storm_compat_ctld_reexec(void);
+
 #endif

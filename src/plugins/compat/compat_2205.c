@@ -28,3 +28,9 @@ extern void storm_compat_clear_pend_reason(job_record_t *job_ptr)
 		xfree(job_ptr->state_desc);
 	}
 }
+
+extern bool storm_compat_ctld_reexec(void)
+{
+	/* 22.05 reconfigures in place: init() runs only at start */
+	return false;
+}

@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
+
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
 
@@ -21,4 +23,9 @@ extern bool storm_compat_set_pend_reason(job_record_t *job_ptr,
 
 extern void storm_compat_clear_pend_reason(job_record_t *job_ptr)
 {
+}
+
+extern bool storm_compat_ctld_reexec(void)
+{
+	return getenv("SLURMCTLD_RECONF") != NULL;
 }

@@ -75,9 +75,15 @@ static void _load_conf(const char *why)
 
 	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
 	if (storm_conf_load(path, true, &c, err, sizeof(err))) {
-		/* sched/storm reports the error; keep the last good values */
+		/* sched/storm reports the error; keep the last good values,
+		 * from sched/storm's copy when slurmctld re-executed itself */
 		debug("%s: %s: %s", plugin_type, why, err);
-		return;
+		snprintf(path, sizeof(path), "%s/" STORM_CONF_KEPT,
+			 slurm_conf.state_save_location ?
+			 slurm_conf.state_save_location : ".");
+		if (sconf_ok || !storm_compat_ctld_reexec() ||
+		    storm_conf_load(path, false, &c, err, sizeof(err)))
+			return;
 	}
 	slurm_mutex_lock(&slot_lock);
 	sconf = c;
