@@ -1,13 +1,26 @@
 #!/bin/bash
 # Install what STORM for Slurm needs on Debian 12, then configure and build.
 # Idempotent: packages already present are not reinstalled, a configured
-# build tree is reused.  Run as root from anywhere; builds in the source tree.
+# build tree is reused.  Run as root from anywhere.
 #
-#   contribs/bootstrap.sh [--werror]
+#   contribs/bootstrap.sh [--werror] [--slurm=24.11]
+#
+# By default it builds in the source tree against Debian 12's Slurm 22.05.
+# --slurm=24.11 builds Slurm 24.11 into its own prefix (contribs/slurm-24.11.sh,
+# cached) and the plugins against it in build-24.11/, a copy of this tree
+# (automake refuses a second build directory beside a tree configured in
+# place); the harness runs it with STORM_SLURM=24.11.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 werror=
-[ "${1:-}" = --werror ] && werror=--enable-werror
+slurm=22.05
+for a in "$@"; do
+	case $a in
+	--werror) werror=--enable-werror ;;
+	--slurm=22.05|--slurm=24.11) slurm=${a#--slurm=} ;;
+	*) echo "usage: contribs/bootstrap.sh [--werror] [--slurm=22.05|24.11]" >&2; exit 2 ;;
+	esac
+done
 log() { echo "bootstrap: $*" >&2; }
 
 [ "$(id -u)" = 0 ] || { log "must run as root (it installs packages and starts daemons)"; exit 1; }
@@ -40,6 +53,30 @@ if [ ${#missing[@]} -gt 0 ]; then
 	log "installing: ${missing[*]}"
 	apt-get update -q >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ "$slurm" = 24.11 ]; then
+	read -r slurm_src slurm_prefix < <("$top/contribs/slurm-24.11.sh") ||
+		{ log "building Slurm 24.11 failed"; exit 1; }
+	[ -n "$slurm_prefix" ] || { log "building Slurm 24.11 failed"; exit 1; }
+	build=$top/build-24.11
+	mkdir -p "$build"
+	# the tree's files (tracked and new), newer ones only, times kept
+	(cd "$top" && git ls-files -co --exclude-standard -z |
+		grep -zv '^build-' | xargs -0 cp -p -u --parents -t "$build") ||
+		{ log "cannot copy the tree to $build (is it a git checkout?)"; exit 1; }
+	cd "$build"
+	if [ ! -f Makefile ] || [ configure.ac -nt configure ] || \
+	   ! grep -q -- "with-slurm=$slurm_prefix" config.log 2>/dev/null || \
+	   { [ -n "$werror" ] && ! grep -q -- "--enable-werror" config.log; }; then
+		log "configuring build-24.11 for Slurm 24.11"
+		autoreconf -fi >&2
+		./configure --with-slurm="$slurm_prefix" \
+			--with-slurm-source="$slurm_src" $werror >&2
+	fi
+	log "building build-24.11"
+	make -j"$(nproc)" >&2
+	exit 0
 fi
 
 cd "$top"

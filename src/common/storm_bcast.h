@@ -68,6 +68,11 @@
  * transfer whose file a task waits for on its node before exec. */
 #define STORM_BCAST_WAIT_ENV	"SLURM_STORM_BCAST_WAIT"
 
+/* srun -> the step's tasks, from Slurm 23.02 on (no launch plugin, so
+ * srun cannot rewrite argv[0]): the node-local copy each task executes in
+ * place of the user's command, its arguments unchanged. */
+#define STORM_BCAST_EXEC_ENV	"SLURM_STORM_BCAST_EXEC"
+
 /* Variables: one per transfer, chosen by its key, above the NM's own
  * variables.  Two transfers whose keys share a slot on a common node at the
  * same time disturb each other (the later one's states replace the

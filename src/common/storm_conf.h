@@ -18,6 +18,9 @@
 #include <stdint.h>
 
 #define STORM_CONF_FILE "storm.conf"
+/* slurmctld keeps the last good storm.conf in StateSaveLocation under this
+ * name, for the process that replaces it on reconfigure (compat.h) */
+#define STORM_CONF_KEPT "storm.conf.last-good"
 #define STORM_CONF_ERRLEN 512
 #define STORM_CONF_MAX_PARTS 64
 #define STORM_CONF_NAMELEN 64

@@ -90,7 +90,7 @@ static int slurm_load_job_default(uint32_t job, nm_bcast_job_t *out)
 
 	if (slurm_load_job(&msg, job, SHOW_ALL) != SLURM_SUCCESS ||
 	    !msg || msg->record_count < 1) {
-		int e = slurm_get_errno();
+		int e = errno;
 
 		if (msg)
 			slurm_free_job_info_msg(msg);
@@ -108,7 +108,7 @@ static int slurm_load_job_default(uint32_t job, nm_bcast_job_t *out)
 
 static bool on_this_node(const char *nodes)
 {
-	hostlist_t hl = nodes ? slurm_hostlist_create(nodes) : NULL;
+	struct hostlist *hl = nodes ? slurm_hostlist_create(nodes) : NULL;
 	bool found = hl && slurm_hostlist_find(hl, A.nm->node) >= 0;
 
 	if (hl)
@@ -321,7 +321,7 @@ static int check_attest(const char *att, int root, uint64_t key, uint32_t job,
 	unsigned long long akey;
 	unsigned ajob, aowner;
 	const char *why = NULL;
-	hostlist_t hl;
+	struct hostlist *hl;
 	munge_err_t e = A.ops->decode(att, &payload, &plen, &auid, &agid);
 
 	/* a replay is expected: every node of the host decodes the same one */

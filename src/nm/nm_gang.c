@@ -690,7 +690,7 @@ static int set_mm_peer(nm_t *nm)
 	if (slurm_load_ctl_conf((time_t) 0, &cf) != SLURM_SUCCESS || !cf ||
 	    !cf->control_cnt || !cf->control_addr || !cf->control_addr[0]) {
 		nm_error("gang: cannot learn the controller address: %s",
-			 slurm_strerror(slurm_get_errno()));
+			 slurm_strerror(errno));
 		if (cf)
 			slurm_free_ctl_conf(cf);
 		return -EHOSTUNREACH;

@@ -28,7 +28,7 @@ extern int nm_nodes_load(nm_t *nm)
 
 	while (slurm_load_node((time_t) 0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
 		nm_verbose("waiting for slurmctld to list the nodes: %s",
-			   slurm_strerror(slurm_get_errno()));
+			   slurm_strerror(errno));
 		if (nm->stop)
 			return -EINTR;
 		usleep(delay_ms * 1000);

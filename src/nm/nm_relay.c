@@ -305,7 +305,7 @@ static int send_go(const storm_set_t *set, uint64_t key, char *err,
 static int parse_nodes(const char *list, storm_set_t *set, char *err,
 		       size_t errlen)
 {
-	hostlist_t hl = slurm_hostlist_create(list);
+	struct hostlist *hl = slurm_hostlist_create(list);
 	char *host;
 	int rc = 0;
 

@@ -29,8 +29,35 @@ import time
 from storm_netns import HEAD, Network
 from storm_wait import Deadline, poll, wait_for
 
-SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
 TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# The Slurm every cluster runs: STORM_SLURM=22.05 (default) is Debian 12's
+# packages and the plugins built in the source tree; STORM_SLURM=24.11 is
+# the prefix contribs/slurm-24.11.sh builds and the plugins built in
+# build-24.11 (contribs/bootstrap.sh --slurm=24.11).
+SLURM_VERSION = os.environ.get("STORM_SLURM", "22.05")
+if SLURM_VERSION == "22.05":
+    SLURM_PREFIX = "/usr"
+    SLURM_PLUGINDIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+    DEFAULT_BUILDDIR = TOP_SRCDIR
+elif SLURM_VERSION == "24.11":
+    SLURM_PREFIX = os.environ.get("STORM_SLURM_PREFIX",
+                                  "/var/cache/storm/slurm-24.11/prefix")
+    SLURM_PLUGINDIR = os.path.join(SLURM_PREFIX, "lib", "slurm")
+    DEFAULT_BUILDDIR = os.path.join(TOP_SRCDIR, "build-24.11")
+else:
+    raise RuntimeError("STORM_SLURM=%s: supported are 22.05 and 24.11" % SLURM_VERSION)
+SLURM_BIN = os.path.join(SLURM_PREFIX, "bin")
+SLURM_SBIN = os.path.join(SLURM_PREFIX, "sbin")
+# 23.02 removed launch plugins: srun hands the executable over in SPANK.
+HAS_LAUNCH_PLUGINS = SLURM_VERSION == "22.05"
+
+
+def slurm_env(env=None):
+    """env (default os.environ) with this Slurm's commands first in PATH."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = "%s:%s:%s" % (SLURM_BIN, SLURM_SBIN, env.get("PATH", ""))
+    return env
 
 # Installed STORM instead of a build tree (contribs/run-package-test runs
 # the system tests against the Debian packages this way):
@@ -160,7 +187,7 @@ class Cluster:
         self.nodes = nodes
         self.storm = storm
         self.builddir = os.path.abspath(builddir or os.environ.get(
-            "STORM_BUILDDIR", TOP_SRCDIR))
+            "STORM_BUILDDIR", DEFAULT_BUILDDIR))
         self.storm_conf_text = storm_conf
         self.extra_conf = extra_conf
         self.partition_opts = partition_opts
@@ -311,7 +338,10 @@ class Cluster:
             lines += [
                 "SelectType=select/cons_tres_storm",
                 "SchedulerType=sched/storm",
-                "LaunchType=launch/slurm",
+            ]
+            if HAS_LAUNCH_PLUGINS:
+                lines.append("LaunchType=launch/slurm")
+            lines += [
                 "PlugStackConfig=%s" % self.plugstack,
             ]
         else:
@@ -338,15 +368,16 @@ class Cluster:
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         with open(self.path("etc", "cgroup.conf"), "w") as f:
-            f.write("CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n"
-                    "CgroupAutomount=no\n")
+            # 24.11 refuses CgroupAutomount (defunct since 23.02)
+            f.write("CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n" +
+                    ("CgroupAutomount=no\n" if SLURM_VERSION == "22.05" else ""))
         with open(self.path("etc", "plugstack.conf"), "w") as f:
             if self.storm and self.plugstack == self.path("etc", "plugstack.conf"):
                 f.write("required %s conf=%s\n" % (
                     os.path.join(self.plugindir, "spank_storm.so"),
                     self.path("etc", "storm.conf")))
         self.write_storm_conf(self.base_storm_conf() + self.storm_conf_text)
-        self.env = dict(os.environ, SLURM_CONF=self.conf,
+        self.env = dict(slurm_env(), SLURM_CONF=self.conf,
                         STORM_CONF=self.path("etc", "storm.conf"))
 
     def base_storm_conf(self):
@@ -604,6 +635,21 @@ class Cluster:
             raise ClusterError("job %s not finished after %d s: %s" % (
                 jobid, timeout, self.job_info(jobid)))
         return info
+
+    def storm_pend_reason(self, jobid):
+        """STORM's reason for a pending job ("PENDING <reason>"), or None:
+        squeue's reason where Slurm keeps a select plugin's (22.05); 24.11
+        resets every reason after a failed selection, so there slurmctld's
+        log says it (src/plugins/compat/compat_2411.c)."""
+        r = self.run(["squeue", "-h", "-j", str(jobid), "-o", "%T %R"]).stdout.strip()
+        if not r.startswith("PENDING"):
+            return None
+        if SLURM_VERSION == "22.05":
+            return r if "STORM_" in r else None
+        with open(self.log()) as f:
+            said = re.findall(r"select/cons_tres_storm: JobId=%d pends: (\S+)" % int(jobid),
+                              f.read())
+        return "PENDING " + said[-1] if said else None
 
     def pid(self, name):
         """PID of a daemon this cluster started ("slurmctld", "slurmd-node1")."""

@@ -1,6 +1,10 @@
 """Each STORM plugin is loaded by the daemons that should load it."""
 import re
 
+import pytest
+
+from storm_cluster import HAS_LAUNCH_PLUGINS, SLURM_PLUGINDIR
+
 
 def _maps(pid):
     with open("/proc/%d/maps" % pid) as f:
@@ -37,18 +41,33 @@ def test_every_slurmd_loads_select_and_spank(cluster):
         assert "spank/storm: init in slurmd" in _log(cluster, node), node
 
 
+@pytest.mark.skipif(not HAS_LAUNCH_PLUGINS, reason="no launch plugins from Slurm 23.02 on")
 def test_srun_loads_launch_and_spank(cluster):
     # srun loads its plugins before -v takes effect, so the loader says it.
     r = cluster.run(["srun", "-v", "-N", "1", "true"],
                     env=dict(cluster.env, LD_DEBUG="files"))
     ours = cluster.plugindir + "/launch_slurm.so"
     assert re.search(r"calling init: %s$" % re.escape(ours), r.stderr, re.M)
-    assert re.search(r"file=/usr/lib/\S+/slurm-wlm/launch_slurm\.so .*dynamically loaded by %s"
-                     % re.escape(ours), r.stderr)
+    assert re.search(r"file=%s/launch_slurm\.so .*dynamically loaded by %s"
+                     % (re.escape(SLURM_PLUGINDIR), re.escape(ours)), r.stderr)
     assert re.search(r"calling init: %s/spank_storm\.so$" % re.escape(cluster.plugindir),
                      r.stderr, re.M)
     assert re.search(r"launch/storm: launching StepId=\d+\.0 through launch/slurm", r.stderr)
     assert re.search(r"spank/storm: srun step \d+\.0 ready to launch", r.stderr)
+
+
+@pytest.mark.skipif(HAS_LAUNCH_PLUGINS, reason="22.05 hands over in launch/storm")
+def test_srun_hands_over_in_spank(cluster):
+    """23.02 on: srun loads the SPANK plugin alone, which takes the
+    executable over (BcastExecutable or SLURM_STORM_BCAST=yes)."""
+    r = cluster.run(["srun", "-v", "-N", "1", "true"],
+                    env=dict(cluster.env, LD_DEBUG="files", SLURM_STORM_BCAST="yes"))
+    assert re.search(r"calling init: %s/spank_storm\.so$" % re.escape(cluster.plugindir),
+                     r.stderr, re.M)
+    assert "launch_slurm.so" not in r.stderr
+    assert re.search(r"spank/storm: srun step \d+\.0 ready to launch", r.stderr)
+    assert re.search(r"spank/storm: StepId=\d+\.0: broadcast /\S+/true to node\d+ as /\S+/s0_true",
+                     r.stderr), r.stderr
 
 
 def test_slurmstepd_runs_spank(cluster):

@@ -48,8 +48,8 @@ def test_aligned_blocks_and_maxmpl_reason(slots):
         jobs.append(d)
 
         def pending_with_reason():
-            r = c.run(["squeue", "-h", "-j", str(d), "-o", "%T %R"]).stdout.strip()
-            return r.startswith("PENDING") and "STORM_time_slots_full" in r and r
+            r = c.storm_pend_reason(d)
+            return r and "STORM_time_slots_full" in r and r
         r = g.wait_for(pending_with_reason, 30, "job pending with the STORM reason")
         assert "MaxMPL=2" in r and "node2" in r, r
         # FORCE:4 alone would have let it run: it is our cap that holds it

@@ -176,8 +176,8 @@ def test_memory_admission_waits_for_memory_with_a_reason(pol):
         jobs.append(b)
 
         def reason():
-            out = c.run(["squeue", "-h", "-j", str(b), "-o", "%T %R"]).stdout
-            return out if out.startswith("PENDING") and "STORM_memory_full" in out else None
+            out = c.storm_pend_reason(b)
+            return out if out and "STORM_memory_full" in out else None
         r = g.wait_for(reason, 30, "job B pending for memory")
         assert "node1" in r and "MemReserve=300MB" in r, r
         # cons_tres alone would have started it (800 <= 1000 MB): the

@@ -120,7 +120,7 @@ static bool sample_jobs(mm_t *mm)
 	lock_slurmctld(job_read);
 	note_resumed(mm);
 	if (job_list) {
-		ListIterator it = list_iterator_create(job_list);
+		struct listIterator *it = list_iterator_create(job_list);
 		job_record_t *jp;
 
 		while ((jp = list_next(it))) {

@@ -21,6 +21,7 @@
 
 #include "src/common/storm_conf.h"
 #include "src/common/storm_wrap.h"
+#include "src/plugins/compat/compat.h"
 
 #include "mm_gang.h"
 
@@ -39,17 +40,72 @@ static storm_conf_t mm_conf;	/* last good storm.conf; under mm_lock */
 static bool mm_conf_ok;
 
 /*
+ * The last good storm.conf, copied into StateSaveLocation, for a
+ * slurmctld that re-executes itself on 'scontrol reconfigure' (23.11 on,
+ * compat.h): the new process finds a broken storm.conf with nothing in
+ * memory, and keeps the configuration the old one ran with.
+ */
+static void _kept_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/" STORM_CONF_KEPT,
+		 slurm_conf.state_save_location ?
+		 slurm_conf.state_save_location : ".");
+}
+
+static void _keep_copy(const char *path)
+{
+	char kept[4096], tmp[4200], buf[65536];
+	FILE *in = fopen(path, "r"), *out = NULL;
+	size_t n;
+	bool ok = in != NULL;
+
+	_kept_path(kept, sizeof(kept));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", kept);
+	if (ok)
+		ok = (out = fopen(tmp, "w")) != NULL;
+	while (ok && (n = fread(buf, 1, sizeof(buf), in)))
+		ok = fwrite(buf, 1, n, out) == n;
+	if (in)
+		fclose(in);
+	if (out && fclose(out))
+		ok = false;
+	if (ok && rename(tmp, kept))
+		ok = false;
+	if (!ok) {
+		/* only a later re-executed slurmctld would miss it */
+		debug("%s: cannot keep a copy of %s in %s: %m", plugin_type,
+		      path, kept);
+		unlink(tmp);
+	}
+}
+
+/*
  * Load storm.conf.  On error keep the last good configuration (or run with
  * STORM switched off when there never was one) and say why, naming the
  * file, line and key: slurmctld must not die for a typo in our file.
  */
 static void _load_conf(const char *why)
 {
-	char path[4096], err[STORM_CONF_ERRLEN];
+	char path[4096], kept[4096], err[STORM_CONF_ERRLEN], kerr[STORM_CONF_ERRLEN];
 	storm_conf_t conf;
+	int rc;
 
 	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
-	if (storm_conf_load(path, true, &conf, err, sizeof(err))) {
+	rc = storm_conf_load(path, true, &conf, err, sizeof(err));
+	if (rc && !mm_conf_ok && storm_compat_ctld_reexec()) {
+		_kept_path(kept, sizeof(kept));
+		if (!storm_conf_load(kept, false, &conf, kerr, sizeof(kerr))) {
+			/* the old process's configuration, for this one */
+			slurm_mutex_lock(&mm_lock);
+			mm_conf = conf;
+			mm_conf_ok = true;
+			slurm_mutex_unlock(&mm_lock);
+			error("%s: %s: %s; keeping the previous configuration (%s)",
+			      plugin_type, why, err, kept);
+			return;
+		}
+	}
+	if (rc) {
 		slurm_mutex_lock(&mm_lock);
 		error("%s: %s: %s; %s", plugin_type, why, err,
 		      mm_conf_ok ? "keeping the previous configuration" :
@@ -64,6 +120,7 @@ static void _load_conf(const char *why)
 	info("%s: %s: loaded %s: Timeslice=%" PRIu64 "us MaxMPL=%u Policy=%s Provider=%s",
 	     plugin_type, why, path, conf.timeslice_us, conf.max_mpl,
 	     storm_policy_str(conf.policy), conf.provider);
+	_keep_copy(path);
 }
 
 extern int init(void)

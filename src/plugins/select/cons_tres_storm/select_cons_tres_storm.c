@@ -9,6 +9,10 @@
  *
  * Every host process loads this plugin (slurmctld, slurmd, slurmstepd and
  * the clients), so it must reference no slurmctld-only data symbol.
+ *
+ * This file is the same for every Slurm version; the select_p_* entry
+ * points, which change between versions, are in select_ops_MMmm.c and
+ * call the storm_select_* hooks here (select_storm.h).
  */
 #include "config.h"
 
@@ -19,71 +23,19 @@
 #include "src/common/bitstring.h"
 #include "src/common/job_resources.h"
 #include "src/common/node_conf.h"
-#include "src/common/select.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 
 #include "src/common/storm_conf.h"
-#include "src/common/storm_wrap.h"
+#include "src/plugins/compat/compat.h"
+#include "select_storm.h"
 
 const char plugin_name[] = "STORM co-scheduling selection (wraps cons_tres)";
 const char plugin_type[] = "select/cons_tres_storm";
 /* Unique among select plugins (built-in ids are 101-110, slurm.h). */
 const uint32_t plugin_id = 190;
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
-
-static slurm_select_ops_t base;
-static storm_wrap_t base_lib;
-
-/*
- * The names behind slurm_select_ops_t, in its order.  Slurm keeps the same
- * list as node_select_syms, but only in libslurmfull: programs linked with
- * the public libslurm (which load this plugin to unpack node data from
- * slurm_load_node()) do not have it.
- */
-static const char *const base_syms[] = {
-	"plugin_id",
-	"select_p_state_save",
-	"select_p_state_restore",
-	"select_p_job_init",
-	"select_p_node_init",
-	"select_p_job_test",
-	"select_p_job_begin",
-	"select_p_job_ready",
-	"select_p_job_expand",
-	"select_p_job_resized",
-	"select_p_job_signal",
-	"select_p_job_fini",
-	"select_p_job_suspend",
-	"select_p_job_resume",
-	"select_p_step_pick_nodes",
-	"select_p_step_start",
-	"select_p_step_finish",
-	"select_p_select_nodeinfo_pack",
-	"select_p_select_nodeinfo_unpack",
-	"select_p_select_nodeinfo_alloc",
-	"select_p_select_nodeinfo_free",
-	"select_p_select_nodeinfo_set_all",
-	"select_p_select_nodeinfo_set",
-	"select_p_select_nodeinfo_get",
-	"select_p_select_jobinfo_alloc",
-	"select_p_select_jobinfo_free",
-	"select_p_select_jobinfo_set",
-	"select_p_select_jobinfo_get",
-	"select_p_select_jobinfo_copy",
-	"select_p_select_jobinfo_pack",
-	"select_p_select_jobinfo_unpack",
-	"select_p_select_jobinfo_sprint",
-	"select_p_select_jobinfo_xstrdup",
-	"select_p_get_info_from_plugin",
-	"select_p_update_node_config",
-	"select_p_reconfigure",
-	"select_p_resv_test",
-};
-_Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
-	       sizeof(slurm_select_ops_t) / sizeof(void *),
-	       "base_syms must name every slurm_select_ops_t member");
 
 /*
  * Time slots.  Each node may carry at most MaxMPL running jobs of a STORM
@@ -123,9 +75,15 @@ static void _load_conf(const char *why)
 
 	storm_conf_path(slurm_conf.slurm_conf, path, sizeof(path));
 	if (storm_conf_load(path, true, &c, err, sizeof(err))) {
-		/* sched/storm reports the error; keep the last good values */
+		/* sched/storm reports the error; keep the last good values,
+		 * from sched/storm's copy when slurmctld re-executed itself */
 		debug("%s: %s: %s", plugin_type, why, err);
-		return;
+		snprintf(path, sizeof(path), "%s/" STORM_CONF_KEPT,
+			 slurm_conf.state_save_location ?
+			 slurm_conf.state_save_location : ".");
+		if (sconf_ok || !storm_compat_ctld_reexec() ||
+		    storm_conf_load(path, false, &c, err, sizeof(err)))
+			return;
 	}
 	slurm_mutex_lock(&slot_lock);
 	sconf = c;
@@ -153,7 +111,8 @@ static uint32_t _gang_mpl(job_record_t *job_ptr)
  */
 static uint64_t _job_mem_mb(job_record_t *job_ptr)
 {
-	struct job_details *d = job_ptr->details;
+	__typeof__(job_ptr->details) d = job_ptr->details;	/* its type
+							 * name differs by version */
 	job_resources_t *r = job_ptr->job_resrcs;
 	uint64_t m = 0, cpus;
 
@@ -234,7 +193,7 @@ static int _node_usage(int node, uint64_t *mem_mb)
 	return n;
 }
 
-/* A select-owned pending reason, so squeue shows ours (see job_test). */
+/* A pending reason for squeue, where the version keeps it (compat.h). */
 static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
@@ -243,13 +202,11 @@ static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
 	char *text = NULL;
 	int rc;
 
-	job_ptr->state_reason = WAIT_BLOCK_MAX_ERR;
-	xfree(job_ptr->state_desc);
 	va_start(ap, fmt);
 	rc = vasprintf(&text, fmt, ap);
 	va_end(ap);
 	if (rc >= 0) {
-		job_ptr->state_desc = xstrdup(text);
+		storm_compat_set_pend_reason(job_ptr, text);
 		free(text);
 	}
 }
@@ -274,9 +231,7 @@ static int _jobs_inside(int lo, int hi)
  */
 static int _buddy_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		       uint32_t min_nodes, uint32_t max_nodes,
-		       uint32_t req_nodes, uint16_t mode,
-		       List preemptee_candidates, List *preemptee_job_list,
-		       bitstr_t *exc_core_bitmap)
+		       uint32_t req_nodes, storm_select_try_f try, void *arg)
 {
 	int size = bit_size(node_bitmap), b = 1, nblk, tries = 0;
 	int order[BUDDY_MAX_TRIES * 4], score[BUDDY_MAX_TRIES * 4], n = 0;
@@ -317,10 +272,7 @@ static int _buddy_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			bit_nclear(blk, 0, lo - 1);
 		if (hi < size)
 			bit_nclear(blk, hi, size - 1);
-		rc = base.job_test(job_ptr, blk, min_nodes, MIN(max_nodes, b),
-				   MIN(req_nodes, b), mode,
-				   preemptee_candidates, preemptee_job_list,
-				   exc_core_bitmap);
+		rc = try(blk, MIN(max_nodes, b), MIN(req_nodes, b), arg);
 		if (rc == SLURM_SUCCESS) {
 			bit_copybits(node_bitmap, blk);
 			debug("%s: %pJ placed in aligned block %d-%d", plugin_type,
@@ -333,90 +285,58 @@ static int _buddy_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	return SLURM_ERROR;
 }
 
-extern int init(void)
+extern int storm_select_init(const char *base_path)
 {
-	char err[4096];
-
-	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
-			    "select_cons_tres", base_syms, (void **) &base,
-			    sizeof(base_syms) / sizeof(base_syms[0]),
-			    err, sizeof(err))) {
-		error("%s: cannot wrap select/cons_tres: %s", plugin_type, err);
-		return SLURM_ERROR;
-	}
 	verbose("%s: init: wrapping %s (plugin_id=%u)", plugin_type,
-		base_lib.path, plugin_id);
+		base_path, plugin_id);
 	_load_conf("init");
 	return SLURM_SUCCESS;
 }
 
-extern int fini(void)
+extern void storm_select_fini(void)
 {
-	/* slurmctld loads cons_tres itself too: let Slurm run its fini(). */
-	storm_wrap_close(&base_lib, false);
 	slurm_mutex_lock(&slot_lock);
 	while (nsjobs)
 		_track_del(sjobs[0].job_id);
 	xfree(sjobs);
 	capsjobs = 0;
 	slurm_mutex_unlock(&slot_lock);
-	return SLURM_SUCCESS;
 }
 
-extern int select_p_state_save(char *dir_name)
-{
-	return base.state_save(dir_name);
-}
-
-extern int select_p_state_restore(char *dir_name)
-{
-	return base.state_restore(dir_name);
-}
-
-extern int select_p_job_init(List job_list)
+extern void storm_select_jobs_restored(struct xlist *job_list)
 {
 	/* slurmctld (re)started: count the slots of the running jobs */
-	if (job_list) {
-		ListIterator it = list_iterator_create(job_list);
-		job_record_t *job_ptr;
+	struct listIterator *it;
+	job_record_t *job_ptr;
 
-		slurm_mutex_lock(&slot_lock);
-		while ((job_ptr = list_next(it)))
-			if (IS_JOB_RUNNING(job_ptr))
-				_track_add(job_ptr);
-		slurm_mutex_unlock(&slot_lock);
-		list_iterator_destroy(it);
-	}
-	return base.job_init(job_list);
+	if (!job_list)
+		return;
+	it = list_iterator_create(job_list);
+	slurm_mutex_lock(&slot_lock);
+	while ((job_ptr = list_next(it)))
+		if (IS_JOB_RUNNING(job_ptr))
+			_track_add(job_ptr);
+	slurm_mutex_unlock(&slot_lock);
+	list_iterator_destroy(it);
 }
 
-extern int select_p_node_init(void)
-{
-	return base.node_init();
-}
-
-extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
-			     uint32_t min_nodes, uint32_t max_nodes,
-			     uint32_t req_nodes, uint16_t mode,
-			     List preemptee_candidates,
-			     List *preemptee_job_list,
-			     bitstr_t *exc_core_bitmap)
+extern int storm_select_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
+				 uint32_t min_nodes, uint32_t max_nodes,
+				 uint32_t req_nodes, bool run_now,
+				 storm_select_try_f try, void *arg)
 {
 	uint32_t mpl;
 	uint64_t need = 0;
 	int full = 0, memfull = 0, rc;
 	bitstr_t *full_map = NULL, *mem_map = NULL;
 
-	if (!SELECT_IS_MODE_RUN_NOW(mode) || !node_bitmap)
+	if (!run_now || !node_bitmap)
 		goto pass;
 	slurm_mutex_lock(&slot_lock);
 	mpl = _gang_mpl(job_ptr);
 	if (mpl) {
 		/* A reason we set earlier is re-derived on every attempt. */
-		if (job_ptr->state_reason == WAIT_BLOCK_MAX_ERR) {
-			job_ptr->state_reason = WAIT_NO_REASON;
-			xfree(job_ptr->state_desc);
-		}
+		storm_compat_clear_pend_reason(job_ptr);
 		full_map = bit_alloc(bit_size(node_bitmap));
 		mem_map = bit_alloc(bit_size(node_bitmap));
 		need = _job_mem_mb(job_ptr);
@@ -447,18 +367,10 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	rc = SLURM_ERROR;
 	if (min_nodes > 1 && job_ptr->details && !job_ptr->details->req_node_bitmap)
 		rc = _buddy_test(job_ptr, node_bitmap, min_nodes, max_nodes,
-				 req_nodes, mode, preemptee_candidates,
-				 preemptee_job_list, exc_core_bitmap);
+				 req_nodes, try, arg);
 	if (rc != SLURM_SUCCESS)
-		rc = base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
-				   req_nodes, mode, preemptee_candidates,
-				   preemptee_job_list, exc_core_bitmap);
-	/*
-	 * Tell the user why, in squeue.  Slurm 22.05 resets the reason to
-	 * "Resources" after a failed selection unless it is one of the
-	 * (BlueGene-era) select-owned reasons, which it keeps
-	 * (node_scheduler.c, select_nodes()); squeue prints state_desc.
-	 */
+		rc = try(node_bitmap, max_nodes, req_nodes, arg);
+	/* Tell the user why, in squeue (where the version lets us). */
 	if (rc != SLURM_SUCCESS && full) {
 		char *names = bitmap2node_name(full_map);
 
@@ -480,208 +392,27 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	FREE_NULL_BITMAP(mem_map);
 	return rc;
 pass:
-	return base.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
-			     req_nodes, mode, preemptee_candidates,
-			     preemptee_job_list, exc_core_bitmap);
+	return try(node_bitmap, max_nodes, req_nodes, arg);
 }
 
-extern int select_p_job_begin(job_record_t *job_ptr)
+extern void storm_select_job_began(job_record_t *job_ptr)
 {
-	int rc;
-
 	debug("%s: job_begin %pJ", plugin_type, job_ptr);
-	rc = base.job_begin(job_ptr);
-	if (rc == SLURM_SUCCESS) {
-		slurm_mutex_lock(&slot_lock);
-		_track_add(job_ptr);
-		slurm_mutex_unlock(&slot_lock);
-	}
-	return rc;
-}
-
-extern int select_p_job_ready(job_record_t *job_ptr)
-{
-	return base.job_ready(job_ptr);
-}
-
-extern int select_p_job_expand(job_record_t *from_job_ptr,
-			       job_record_t *to_job_ptr)
-{
-	return base.job_expand(from_job_ptr, to_job_ptr);
-}
-
-extern int select_p_job_resized(job_record_t *job_ptr, node_record_t *node_ptr)
-{
-	return base.job_resized(job_ptr, node_ptr);
-}
-
-extern int select_p_job_signal(job_record_t *job_ptr, int signal)
-{
-	return base.job_signal(job_ptr, signal);
-}
-
-extern int select_p_job_fini(job_record_t *job_ptr)
-{
-	debug("%s: job_fini %pJ", plugin_type, job_ptr);
-	slurm_mutex_lock(&slot_lock);
-	_track_del(job_ptr->job_id);
-	slurm_mutex_unlock(&slot_lock);
-	return base.job_fini(job_ptr);
-}
-
-extern int select_p_job_suspend(job_record_t *job_ptr, bool indf_susp)
-{
-	/* Slurm's own suspend frees the slot (the MM leaves such jobs alone) */
-	slurm_mutex_lock(&slot_lock);
-	_track_del(job_ptr->job_id);
-	slurm_mutex_unlock(&slot_lock);
-	return base.job_suspend(job_ptr, indf_susp);
-}
-
-extern int select_p_job_resume(job_record_t *job_ptr, bool indf_susp)
-{
 	slurm_mutex_lock(&slot_lock);
 	_track_add(job_ptr);
 	slurm_mutex_unlock(&slot_lock);
-	return base.job_resume(job_ptr, indf_susp);
 }
 
-extern bitstr_t *select_p_step_pick_nodes(job_record_t *job_ptr,
-					  select_jobinfo_t *jobinfo,
-					  uint32_t node_count,
-					  bitstr_t **avail_nodes)
+extern void storm_select_job_ended(job_record_t *job_ptr, const char *why)
 {
-	return base.step_pick_nodes(job_ptr, jobinfo, node_count, avail_nodes);
+	/* Slurm's own suspend frees the slot (the MM leaves such jobs alone) */
+	debug("%s: %s %pJ", plugin_type, why, job_ptr);
+	slurm_mutex_lock(&slot_lock);
+	_track_del(job_ptr->job_id);
+	slurm_mutex_unlock(&slot_lock);
 }
 
-extern int select_p_step_start(step_record_t *step_ptr)
-{
-	return base.step_start(step_ptr);
-}
-
-extern int select_p_step_finish(step_record_t *step_ptr, bool killing_step)
-{
-	return base.step_finish(step_ptr, killing_step);
-}
-
-extern int select_p_select_nodeinfo_pack(select_nodeinfo_t *nodeinfo,
-					 buf_t *buffer,
-					 uint16_t protocol_version)
-{
-	return base.nodeinfo_pack(nodeinfo, buffer, protocol_version);
-}
-
-extern int select_p_select_nodeinfo_unpack(select_nodeinfo_t **nodeinfo,
-					   buf_t *buffer,
-					   uint16_t protocol_version)
-{
-	return base.nodeinfo_unpack(nodeinfo, buffer, protocol_version);
-}
-
-extern select_nodeinfo_t *select_p_select_nodeinfo_alloc(void)
-{
-	return base.nodeinfo_alloc();
-}
-
-extern int select_p_select_nodeinfo_free(select_nodeinfo_t *nodeinfo)
-{
-	return base.nodeinfo_free(nodeinfo);
-}
-
-extern int select_p_select_nodeinfo_set_all(void)
-{
-	return base.nodeinfo_set_all();
-}
-
-extern int select_p_select_nodeinfo_set(job_record_t *job_ptr)
-{
-	return base.nodeinfo_set(job_ptr);
-}
-
-extern int select_p_select_nodeinfo_get(select_nodeinfo_t *nodeinfo,
-					enum select_nodedata_type dinfo,
-					enum node_states state, void *data)
-{
-	return base.nodeinfo_get(nodeinfo, dinfo, state, data);
-}
-
-extern select_jobinfo_t *select_p_select_jobinfo_alloc(void)
-{
-	return base.jobinfo_alloc();
-}
-
-extern int select_p_select_jobinfo_free(select_jobinfo_t *jobinfo)
-{
-	return base.jobinfo_free(jobinfo);
-}
-
-extern int select_p_select_jobinfo_set(select_jobinfo_t *jobinfo,
-				       enum select_jobdata_type data_type,
-				       void *data)
-{
-	return base.jobinfo_set(jobinfo, data_type, data);
-}
-
-extern int select_p_select_jobinfo_get(select_jobinfo_t *jobinfo,
-				       enum select_jobdata_type data_type,
-				       void *data)
-{
-	return base.jobinfo_get(jobinfo, data_type, data);
-}
-
-extern select_jobinfo_t *select_p_select_jobinfo_copy(select_jobinfo_t *jobinfo)
-{
-	return base.jobinfo_copy(jobinfo);
-}
-
-extern int select_p_select_jobinfo_pack(select_jobinfo_t *jobinfo,
-					buf_t *buffer,
-					uint16_t protocol_version)
-{
-	return base.jobinfo_pack(jobinfo, buffer, protocol_version);
-}
-
-extern int select_p_select_jobinfo_unpack(select_jobinfo_t **jobinfo,
-					  buf_t *buffer,
-					  uint16_t protocol_version)
-{
-	return base.jobinfo_unpack(jobinfo, buffer, protocol_version);
-}
-
-extern char *select_p_select_jobinfo_sprint(select_jobinfo_t *jobinfo,
-					    char *buf, size_t size, int mode)
-{
-	return base.jobinfo_sprint(jobinfo, buf, size, mode);
-}
-
-extern char *select_p_select_jobinfo_xstrdup(select_jobinfo_t *jobinfo,
-					     int mode)
-{
-	return base.jobinfo_xstrdup(jobinfo, mode);
-}
-
-extern int select_p_get_info_from_plugin(enum select_plugindata_info dinfo,
-					 job_record_t *job_ptr, void *data)
-{
-	return base.get_info_from_plugin(dinfo, job_ptr, data);
-}
-
-extern int select_p_update_node_config(int index)
-{
-	return base.update_node_config(index);
-}
-
-extern int select_p_reconfigure(void)
+extern void storm_select_reconfigure(void)
 {
 	_load_conf("reconfigure");
-	return base.reconfigure();
-}
-
-extern bitstr_t *select_p_resv_test(resv_desc_msg_t *resv_desc_ptr,
-				    uint32_t node_cnt,
-				    bitstr_t *avail_bitmap,
-				    bitstr_t **core_bitmap)
-{
-	return base.resv_test(resv_desc_ptr, node_cnt, avail_bitmap,
-			      core_bitmap);
 }

@@ -56,14 +56,24 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	}
 }
 
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	if (spank_context() == S_CTX_LOCAL)
+		return storm_launch_srun_post_opt(sp, ac, av);
+	return 0;
+}
+
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
-	return storm_srun_local_user_init(sp, ac, av);
+	storm_srun_local_user_init(sp, ac, av);
+	return storm_launch_srun_local_user_init(sp, ac, av);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	return storm_stepd_task_init(sp, ac, av);
+	if (storm_stepd_task_init(sp, ac, av))
+		return -1;
+	return storm_launch_task_exec(sp, ac, av);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
@@ -80,5 +90,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	if (spank_context() == S_CTX_REMOTE)
 		return storm_stepd_exit(sp, ac, av);
+	if (spank_context() == S_CTX_LOCAL)
+		return storm_launch_srun_exit(sp, ac, av);
 	return 0;
 }

@@ -1,9 +1,10 @@
 /*
- * launch_bcast.h - srun's side of the STORM file broadcast (launch/storm).
+ * bcast_client.h - srun's side of the STORM file broadcast (the launch
+ * plugin up to 22.05, the SPANK plugin from 23.02 on).
  * No Slurm internals here: the caller passes plain values.
  */
-#ifndef LAUNCH_BCAST_H
-#define LAUNCH_BCAST_H
+#ifndef STORM_BCAST_CLIENT_H
+#define STORM_BCAST_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * launch_bcast.c - srun's side of the STORM file broadcast: checks the file,
+ * bcast_client.c - srun's side of the STORM file broadcast: checks the file,
  * then hands it over one TCP connection to the node manager of the step's
  * first node (the relay, storm-nm's BcastPort), which multicasts it to the
  * step's other nodes over the fabric and answers when every node holds it
@@ -37,7 +37,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "launch_bcast.h"
+#include "bcast_client.h"
 #include "src/common/storm_bcast.h"
 
 extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
@@ -84,7 +84,7 @@ static int find_relay(const char *nodelist, char *name, size_t namelen,
 		      char *err, size_t errlen)
 {
 	node_info_msg_t *msg = NULL;
-	hostlist_t hl = slurm_hostlist_create(nodelist);
+	struct hostlist *hl = slurm_hostlist_create(nodelist);
 	char *first = hl ? slurm_hostlist_shift(hl) : NULL;
 	int rc = -1;
 
@@ -96,7 +96,7 @@ static int find_relay(const char *nodelist, char *name, size_t namelen,
 	snprintf(name, namelen, "%s", first);
 	if (slurm_load_node((time_t) 0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
 		snprintf(err, errlen, "cannot load the node table: %s",
-			 slurm_strerror(slurm_get_errno()));
+			 slurm_strerror(errno));
 		goto done;
 	}
 	for (uint32_t i = 0; i < msg->record_count; i++) {

@@ -1,0 +1,196 @@
+/*
+ * bcast_handover.c - srun's hand-over of its executable to the STORM
+ * broadcast, shared by the launch plugin (22.05) and the SPANK plugin
+ * (23.02 on); see bcast_handover.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <slurm/spank.h>
+
+#include "src/common/storm_bcast.h"
+#include "bcast_handover.h"
+
+extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
+				 const char *slurm_conf_path, bool bcast_flag,
+				 const char *bcast_file, bool compress)
+{
+	const char *env = getenv("SLURM_STORM_BCAST");
+	char path[4096], err[STORM_CONF_ERRLEN];
+	bool force = env && (!strcasecmp(env, "yes") || !strcmp(env, "1"));
+
+	memset(h, 0, sizeof(*h));
+	h->prefix = prefix;
+	if (env && (!strcasecmp(env, "no") || !strcmp(env, "0"))) {
+		slurm_verbose("%s: SLURM_STORM_BCAST=no: broadcasts are Slurm's own",
+			      prefix);
+		return;
+	}
+	storm_conf_path(slurm_conf_path, path, sizeof(path));
+	if (storm_conf_load(path, true, &h->conf, err, sizeof(err))) {
+		slurm_error("%s: %s; STORM broadcast is off for this srun",
+			    prefix, err);
+		return;
+	}
+	if (!bcast_flag && !h->conf.bcast_executable && !force)
+		return;
+	h->active = true;
+	h->overlap = h->conf.bcast_overlap;
+	if ((env = getenv("SLURM_STORM_BCAST_OVERLAP")))
+		h->overlap = !strcasecmp(env, "yes") || !strcmp(env, "1");
+	if (bcast_flag && bcast_file && bcast_file[0] == '/')
+		h->dest = strdup(bcast_file);
+	/* Compression is Slurm's (sbcast over slurmd); STORM's fabric moves
+	 * the file as it is.  Say so rather than drop the option silently. */
+	if (compress)
+		slurm_info("%s: --compress does not apply to the STORM broadcast: the file is sent uncompressed (SLURM_STORM_BCAST=no gives Slurm's own, compressed broadcast)",
+			   prefix);
+	slurm_verbose("%s: the executable goes through the STORM broadcast%s%s",
+		      prefix, h->dest ? " to " : "", h->dest ? h->dest : "");
+}
+
+extern int storm_handover_check(const storm_handover_t *h, const char *path,
+				char *err, size_t errlen)
+{
+	return storm_bcast_check_file(path, h->conf.bcast_max_bytes, err,
+				      errlen);
+}
+
+/* A plain file name for the copy on the nodes. */
+static void _copy_name(const char *path, uint32_t step, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	size_t o;
+
+	base = base ? base + 1 : path;
+	snprintf(out, len, "s%u_%.190s", step, base);
+	for (o = 0; out[o]; o++)
+		if ((unsigned char) out[o] <= ' ' || out[o] == '/' ||
+		    (unsigned char) out[o] >= 0x7f)
+			out[o] = '_';
+}
+
+extern int storm_handover_prepare(storm_handover_t *h, const char *path,
+				  uint32_t job, uint32_t step,
+				  const char *nodelist)
+{
+	h->path = strdup(path);
+	h->nodes = strdup(nodelist);
+	if (!h->path || !h->nodes) {
+		slurm_error("%s: out of memory", h->prefix);
+		return -1;
+	}
+	memset(&h->req, 0, sizeof(h->req));
+	h->req.conf = &h->conf;
+	h->req.path = h->path;
+	h->req.job = job;
+	h->req.step = step;
+	h->req.nodelist = h->nodes;
+	if (h->dest) {
+		size_t l = strlen(h->dest);
+		char *slash;
+
+		snprintf(h->dir, sizeof(h->dir), "%s", h->dest);
+		if (l && h->dest[l - 1] == '/') {
+			/* a directory: Slurm's name, without the node suffix */
+			while (l > 1 && h->dir[l - 1] == '/')
+				h->dir[--l] = '\0';
+			snprintf(h->name, sizeof(h->name), "slurm_bcast_%u.%u",
+				 job, step);
+		} else {
+			slash = strrchr(h->dir, '/');
+			snprintf(h->name, sizeof(h->name), "%s", slash + 1);
+			*slash = '\0';
+			if (!h->dir[0])
+				snprintf(h->dir, sizeof(h->dir), "/");
+		}
+		if (!storm_bcast_name_ok(h->name)) {
+			slurm_error("%s: --bcast=%s: the file name must not start with '.' or contain blanks",
+				    h->prefix, h->dest);
+			return -1;
+		}
+		h->req.dest_dir = h->dir;
+	} else {
+		_copy_name(path, step, h->name, sizeof(h->name));
+	}
+	h->req.dest_name = h->name;
+	return 0;
+}
+
+extern int storm_handover_run(storm_handover_t *h)
+{
+	free(h->remote);
+	h->remote = NULL;
+	h->rc = storm_bcast_run(&h->req, &h->remote, h->err, sizeof(h->err));
+	return h->rc ? -1 : 0;
+}
+
+static void *_thread(void *arg)
+{
+	storm_handover_t *h = arg;
+	char *remote = NULL;
+
+	h->rc = storm_bcast_run(&h->req, &remote, h->err, sizeof(h->err));
+	free(remote);	/* h->remote, known before the start */
+	/* An overlapped broadcast's failure is said at once: the launch may
+	 * still be waiting for a node that is gone (its link cut), which
+	 * Slurm gives its MessageTimeout and more. */
+	if (h->rc && h->on_failure)
+		h->on_failure(h);
+	return NULL;
+}
+
+extern int storm_handover_start(storm_handover_t *h, char *wait_val,
+				size_t len)
+{
+	struct stat st;
+	int prc;
+
+	h->req.key = storm_bcast_new_key();
+	free(h->remote);
+	h->remote = storm_bcast_remote(&h->req);
+	if (!h->remote || stat(h->req.path, &st)) {
+		slurm_error("%s: %s: %s", h->prefix, h->req.path,
+			    h->remote ? strerror(errno) : "out of memory");
+		return -1;
+	}
+	snprintf(wait_val, len, "%" PRIx64 ":%" PRIu64, h->req.key,
+		 storm_bcast_wait_ms(&h->conf, (uint64_t) st.st_size));
+	if ((prc = pthread_create(&h->thread, NULL, _thread, h))) {
+		slurm_error("%s: cannot start the broadcast: %s", h->prefix,
+			    strerror(prc));
+		return -1;
+	}
+	h->threaded = true;
+	return 0;
+}
+
+extern int storm_handover_join(storm_handover_t *h)
+{
+	if (h->threaded) {
+		pthread_join(h->thread, NULL);
+		h->threaded = false;
+	}
+	return h->rc ? -1 : 0;
+}
+
+extern void storm_handover_say_failure(const storm_handover_t *h,
+				       const char *step)
+{
+	slurm_error("%s: Failed to broadcast '%s' for %s: %s. Step launch aborted.",
+		    h->prefix, h->req.path, step, h->err);
+}
+
+extern void storm_handover_done(storm_handover_t *h)
+{
+	storm_handover_join(h);
+	free(h->path);
+	free(h->nodes);
+	free(h->remote);
+	h->path = h->nodes = h->remote = NULL;
+}

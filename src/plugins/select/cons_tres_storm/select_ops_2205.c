@@ -1,0 +1,336 @@
+/*
+ * select_ops_2205.c - select/cons_tres_storm's entry points for Slurm 22.05:
+ * its select interface (src/common/select.c, node_select_syms), each
+ * passed to select/cons_tres, with STORM's hooks (select_storm.h) where
+ * time-sharing needs them.
+ */
+#include "config.h"
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/select.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "src/common/storm_wrap.h"
+#include "select_storm.h"
+
+static slurm_select_ops_t base;
+static storm_wrap_t base_lib;
+
+/*
+ * The names behind slurm_select_ops_t, in its order.  Slurm keeps the same
+ * list as node_select_syms, but only in libslurmfull: programs linked with
+ * the public libslurm (which load this plugin to unpack node data from
+ * slurm_load_node()) do not have it.
+ */
+static const char *const base_syms[] = {
+	"plugin_id",
+	"select_p_state_save",
+	"select_p_state_restore",
+	"select_p_job_init",
+	"select_p_node_init",
+	"select_p_job_test",
+	"select_p_job_begin",
+	"select_p_job_ready",
+	"select_p_job_expand",
+	"select_p_job_resized",
+	"select_p_job_signal",
+	"select_p_job_fini",
+	"select_p_job_suspend",
+	"select_p_job_resume",
+	"select_p_step_pick_nodes",
+	"select_p_step_start",
+	"select_p_step_finish",
+	"select_p_select_nodeinfo_pack",
+	"select_p_select_nodeinfo_unpack",
+	"select_p_select_nodeinfo_alloc",
+	"select_p_select_nodeinfo_free",
+	"select_p_select_nodeinfo_set_all",
+	"select_p_select_nodeinfo_set",
+	"select_p_select_nodeinfo_get",
+	"select_p_select_jobinfo_alloc",
+	"select_p_select_jobinfo_free",
+	"select_p_select_jobinfo_set",
+	"select_p_select_jobinfo_get",
+	"select_p_select_jobinfo_copy",
+	"select_p_select_jobinfo_pack",
+	"select_p_select_jobinfo_unpack",
+	"select_p_select_jobinfo_sprint",
+	"select_p_select_jobinfo_xstrdup",
+	"select_p_get_info_from_plugin",
+	"select_p_update_node_config",
+	"select_p_reconfigure",
+	"select_p_resv_test",
+};
+_Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
+	       sizeof(slurm_select_ops_t) / sizeof(void *),
+	       "base_syms must name every slurm_select_ops_t member");
+
+extern int init(void)
+{
+	char err[4096];
+
+	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
+			    "select_cons_tres", base_syms, (void **) &base,
+			    sizeof(base_syms) / sizeof(base_syms[0]),
+			    err, sizeof(err))) {
+		error("%s: cannot wrap select/cons_tres: %s", plugin_type, err);
+		return SLURM_ERROR;
+	}
+	return storm_select_init(base_lib.path);
+}
+
+extern int fini(void)
+{
+	/* slurmctld loads cons_tres itself too: let Slurm run its fini(). */
+	storm_wrap_close(&base_lib, false);
+	storm_select_fini();
+	return SLURM_SUCCESS;
+}
+
+extern int select_p_state_save(char *dir_name)
+{
+	return base.state_save(dir_name);
+}
+
+extern int select_p_state_restore(char *dir_name)
+{
+	return base.state_restore(dir_name);
+}
+
+extern int select_p_job_init(List job_list)
+{
+	storm_select_jobs_restored(job_list);
+	return base.job_init(job_list);
+}
+
+extern int select_p_node_init(void)
+{
+	return base.node_init();
+}
+
+/* job_test's other arguments, for storm_select_job_test's tries */
+typedef struct {
+	job_record_t *job_ptr;
+	uint32_t min_nodes;
+	uint16_t mode;
+	List preemptee_candidates;
+	List *preemptee_job_list;
+	bitstr_t *exc_core_bitmap;
+} try_args_t;
+
+static int _try(bitstr_t *nodes, uint32_t max_nodes, uint32_t req_nodes,
+		void *arg)
+{
+	try_args_t *a = arg;
+
+	return base.job_test(a->job_ptr, nodes, a->min_nodes, max_nodes,
+			     req_nodes, a->mode, a->preemptee_candidates,
+			     a->preemptee_job_list, a->exc_core_bitmap);
+}
+
+extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
+			     uint32_t min_nodes, uint32_t max_nodes,
+			     uint32_t req_nodes, uint16_t mode,
+			     List preemptee_candidates,
+			     List *preemptee_job_list,
+			     bitstr_t *exc_core_bitmap)
+{
+	try_args_t a = {
+		.job_ptr = job_ptr, .min_nodes = min_nodes, .mode = mode,
+		.preemptee_candidates = preemptee_candidates,
+		.preemptee_job_list = preemptee_job_list,
+		.exc_core_bitmap = exc_core_bitmap,
+	};
+
+	return storm_select_job_test(job_ptr, node_bitmap, min_nodes,
+				     max_nodes, req_nodes,
+				     SELECT_IS_MODE_RUN_NOW(mode), _try, &a);
+}
+
+extern int select_p_job_begin(job_record_t *job_ptr)
+{
+	int rc = base.job_begin(job_ptr);
+
+	if (rc == SLURM_SUCCESS)
+		storm_select_job_began(job_ptr);
+	return rc;
+}
+
+extern int select_p_job_ready(job_record_t *job_ptr)
+{
+	return base.job_ready(job_ptr);
+}
+
+extern int select_p_job_expand(job_record_t *from_job_ptr,
+			       job_record_t *to_job_ptr)
+{
+	return base.job_expand(from_job_ptr, to_job_ptr);
+}
+
+extern int select_p_job_resized(job_record_t *job_ptr, node_record_t *node_ptr)
+{
+	return base.job_resized(job_ptr, node_ptr);
+}
+
+extern int select_p_job_signal(job_record_t *job_ptr, int signal)
+{
+	return base.job_signal(job_ptr, signal);
+}
+
+extern int select_p_job_fini(job_record_t *job_ptr)
+{
+	storm_select_job_ended(job_ptr, "job_fini");
+	return base.job_fini(job_ptr);
+}
+
+extern int select_p_job_suspend(job_record_t *job_ptr, bool indf_susp)
+{
+	storm_select_job_ended(job_ptr, "job_suspend");
+	return base.job_suspend(job_ptr, indf_susp);
+}
+
+extern int select_p_job_resume(job_record_t *job_ptr, bool indf_susp)
+{
+	storm_select_job_began(job_ptr);
+	return base.job_resume(job_ptr, indf_susp);
+}
+
+extern bitstr_t *select_p_step_pick_nodes(job_record_t *job_ptr,
+					  select_jobinfo_t *jobinfo,
+					  uint32_t node_count,
+					  bitstr_t **avail_nodes)
+{
+	return base.step_pick_nodes(job_ptr, jobinfo, node_count, avail_nodes);
+}
+
+extern int select_p_step_start(step_record_t *step_ptr)
+{
+	return base.step_start(step_ptr);
+}
+
+extern int select_p_step_finish(step_record_t *step_ptr, bool killing_step)
+{
+	return base.step_finish(step_ptr, killing_step);
+}
+
+extern int select_p_select_nodeinfo_pack(select_nodeinfo_t *nodeinfo,
+					 buf_t *buffer,
+					 uint16_t protocol_version)
+{
+	return base.nodeinfo_pack(nodeinfo, buffer, protocol_version);
+}
+
+extern int select_p_select_nodeinfo_unpack(select_nodeinfo_t **nodeinfo,
+					   buf_t *buffer,
+					   uint16_t protocol_version)
+{
+	return base.nodeinfo_unpack(nodeinfo, buffer, protocol_version);
+}
+
+extern select_nodeinfo_t *select_p_select_nodeinfo_alloc(void)
+{
+	return base.nodeinfo_alloc();
+}
+
+extern int select_p_select_nodeinfo_free(select_nodeinfo_t *nodeinfo)
+{
+	return base.nodeinfo_free(nodeinfo);
+}
+
+extern int select_p_select_nodeinfo_set_all(void)
+{
+	return base.nodeinfo_set_all();
+}
+
+extern int select_p_select_nodeinfo_set(job_record_t *job_ptr)
+{
+	return base.nodeinfo_set(job_ptr);
+}
+
+extern int select_p_select_nodeinfo_get(select_nodeinfo_t *nodeinfo,
+					enum select_nodedata_type dinfo,
+					enum node_states state, void *data)
+{
+	return base.nodeinfo_get(nodeinfo, dinfo, state, data);
+}
+
+extern select_jobinfo_t *select_p_select_jobinfo_alloc(void)
+{
+	return base.jobinfo_alloc();
+}
+
+extern int select_p_select_jobinfo_free(select_jobinfo_t *jobinfo)
+{
+	return base.jobinfo_free(jobinfo);
+}
+
+extern int select_p_select_jobinfo_set(select_jobinfo_t *jobinfo,
+				       enum select_jobdata_type data_type,
+				       void *data)
+{
+	return base.jobinfo_set(jobinfo, data_type, data);
+}
+
+extern int select_p_select_jobinfo_get(select_jobinfo_t *jobinfo,
+				       enum select_jobdata_type data_type,
+				       void *data)
+{
+	return base.jobinfo_get(jobinfo, data_type, data);
+}
+
+extern select_jobinfo_t *select_p_select_jobinfo_copy(select_jobinfo_t *jobinfo)
+{
+	return base.jobinfo_copy(jobinfo);
+}
+
+extern int select_p_select_jobinfo_pack(select_jobinfo_t *jobinfo,
+					buf_t *buffer,
+					uint16_t protocol_version)
+{
+	return base.jobinfo_pack(jobinfo, buffer, protocol_version);
+}
+
+extern int select_p_select_jobinfo_unpack(select_jobinfo_t **jobinfo,
+					  buf_t *buffer,
+					  uint16_t protocol_version)
+{
+	return base.jobinfo_unpack(jobinfo, buffer, protocol_version);
+}
+
+extern char *select_p_select_jobinfo_sprint(select_jobinfo_t *jobinfo,
+					    char *buf, size_t size, int mode)
+{
+	return base.jobinfo_sprint(jobinfo, buf, size, mode);
+}
+
+extern char *select_p_select_jobinfo_xstrdup(select_jobinfo_t *jobinfo,
+					     int mode)
+{
+	return base.jobinfo_xstrdup(jobinfo, mode);
+}
+
+extern int select_p_get_info_from_plugin(enum select_plugindata_info dinfo,
+					 job_record_t *job_ptr, void *data)
+{
+	return base.get_info_from_plugin(dinfo, job_ptr, data);
+}
+
+extern int select_p_update_node_config(int index)
+{
+	return base.update_node_config(index);
+}
+
+extern int select_p_reconfigure(void)
+{
+	storm_select_reconfigure();
+	return base.reconfigure();
+}
+
+extern bitstr_t *select_p_resv_test(resv_desc_msg_t *resv_desc_ptr,
+				    uint32_t node_cnt,
+				    bitstr_t *avail_bitmap,
+				    bitstr_t **core_bitmap)
+{
+	return base.resv_test(resv_desc_ptr, node_cnt, avail_bitmap,
+			      core_bitmap);
+}
