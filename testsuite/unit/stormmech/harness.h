@@ -65,5 +65,10 @@ uint64_t h_sum(const void *p, size_t len);
 bool h_provider_ok(const char *prov);
 const char *h_prov_name(int i);   /* 0: "tcp;ofi_rxm", 1: "shm" */
 #define H_NPROV 2
+/* The timeout of a test that waits for a failure to be reported: the
+ * mechanisms report a dead, stopped or refusing member at the timeout, so
+ * the test waits that long; live members answer within milliseconds, even
+ * on a loaded host. */
+#define H_FAIL_TIMEOUT_MS 3000
 
 #endif

@@ -7,7 +7,7 @@
 #include "mech_test.h"
 
 /* short enough to keep the run small, long enough for a loaded host */
-#define TMO 6000
+#define TMO H_FAIL_TIMEOUT_MS
 
 static double now_s(void)
 {

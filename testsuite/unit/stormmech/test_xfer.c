@@ -112,6 +112,8 @@ START_TEST(shapes)
 
 	h_cfg(&cfg, prov);
 	cfg.arity = 2;
+	/* the refused transfer at the end is reported at the timeout */
+	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, 6, &cfg);
 	storm_set_parse(&set, "0,2,5");
 	xfer_and_check(&h, &set, 3 * CHUNK + 17, 64, 11, ev);
@@ -248,9 +250,8 @@ START_TEST(on_arrival)
 	storm_set_t set, failed;
 
 	h_cfg(&cfg, prov);
-	/* short, so that the stopped member below is reported soon; not so
-	 * short that a loaded host fails the live ones */
-	cfg.timeout_ms = 30000;
+	/* the stopped member below is reported at the timeout */
+	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, N, &cfg);
 	set = range_set(0, N - 1);
 	/* warm up (connections), then the committed transfer's count */
