@@ -236,9 +236,9 @@ static char *drain_reason(const mm_t *mm, int i)
  * Node i, claimed (n->drained set by the caller, so that the other thread
  * does not drain it too), drained in Slurm.  Called from either thread
  * with nothing held that the other needs: slurmctld's node write lock may
- * take a while.  Unclaimed again if Slurm refuses.
+ * take a while.  Unclaimed again if Slurm refuses (false).
  */
-static void drain_one(mm_t *mm, int i, char *reason)
+static bool drain_one(mm_t *mm, int i, char *reason)
 {
 	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
 					.node = WRITE_LOCK, .fed = READ_LOCK };
@@ -261,6 +261,7 @@ static void drain_one(mm_t *mm, int i, char *reason)
 		mm->nodes[i].drained = false;
 	}
 	xfree(reason);
+	return rc == SLURM_SUCCESS;
 }
 
 static bool claim(mm_t *mm, int i)
@@ -275,16 +276,15 @@ static bool claim(mm_t *mm, int i)
  * A node that answered this MM and stops is drained after SuspectQuanta
  * missed quanta here, or after SuspectTime of silence by the listener,
  * whichever comes first.  A node drained for its silence also leaves the
- * strobe set here, so that no strobe waits for it once it is heard again;
- * it comes back when it answers a probe (mm_faults_watch_dead()).
+ * strobe set (mm_faults_take_out()), so that no strobe waits for it once
+ * it is heard again; it comes back when it answers a probe
+ * (mm_faults_watch_dead()).
  */
 extern void mm_faults_drain(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++) {
 		mm_node_t *n = &mm->nodes[i];
 
-		if (n->drained && n->live && is_silent(mm, i))
-			n->live = false;
 		if (!is_suspect(mm, i) || !claim(mm, i))
 			continue;
 		if (is_silent(mm, i))
@@ -296,8 +296,16 @@ extern void mm_faults_drain(mm_t *mm)
 extern void mm_faults_drain_silent(mm_t *mm, int i, uint64_t silent_ns,
 				   uint64_t suspect_us)
 {
-	if (claim(mm, i))
-		drain_one(mm, i, silent_reason(silent_ns, suspect_us));
+	if (claim(mm, i) &&
+	    drain_one(mm, i, silent_reason(silent_ns, suspect_us)))
+		mm->nodes[i].silence_drained = true;
+}
+
+extern void mm_faults_take_out(mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes; i++)
+		if (atomic_exchange(&mm->nodes[i].silence_drained, false))
+			mm->nodes[i].live = false;
 }
 
 extern void mm_faults_probe_latency(mm_t *mm)

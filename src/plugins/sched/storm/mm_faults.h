@@ -39,6 +39,8 @@ extern void mm_faults_drain(mm_t *mm);
  * priority, holding nothing), unless it is drained already. */
 extern void mm_faults_drain_silent(mm_t *mm, int i, uint64_t silent_ns,
 				   uint64_t suspect_us);
+/* The MM thread: nodes the listener drained leave the strobe set. */
+extern void mm_faults_take_out(mm_t *mm);
 /* One live node's acknowledgement latency, round robin. */
 extern void mm_faults_probe_latency(mm_t *mm);
 

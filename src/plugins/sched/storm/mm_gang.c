@@ -196,6 +196,7 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	if (!mm->table.t || *now - mm->clk.last_rebuild >= MM_REBUILD_NS ||
 	    mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
+	mm_faults_take_out(mm);
 	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
 	mm_return_track(mm, *now);
@@ -328,6 +329,7 @@ static bool sleep_tick(mm_t *mm)
 		if (mm_jobs_rebuild(mm))	/* keeps cur_slot < nslots */
 			mm_jobs_build_table(mm);
 		job_left = mm->jobs_left != left;
+		mm_faults_take_out(mm);
 		mm_return_track(mm, now);
 		mm_return_nodes(mm, now);
 		step_status(mm, now);

@@ -43,6 +43,9 @@ typedef struct mm_node {
 	_Atomic uint64_t heard_ns;
 	_Atomic uint64_t silent_ns;
 	atomic_bool quiet;
+	/* Drained by the listener for its silence: the MM thread takes it
+	 * out of the strobe set (mm_faults_take_out()). */
+	atomic_bool silence_drained;
 	/* Drained in Slurm by this MM, until it is resumed (mm_return.c). */
 	atomic_bool drain_ours;
 	uint64_t answering_since;	/* answering without a miss since */
