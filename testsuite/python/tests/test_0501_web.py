@@ -259,6 +259,8 @@ def test_latency_histograms_grow_while_the_pair_runs(gangweb, web, pair):
     assert int(hdr["quanta"]) >= s1
     print("strobes %d -> %d (sum %.3f s), confirmations %d -> %d (sum %.3f s)" % (
         s0, s1, ssum, c0, c1, csum))
+    print("strobe buckets (le s, cumulative): %s" % sb)
+    print("confirm buckets (le s, cumulative): %s" % cb)
 
 
 def _jobs_api(web):
