@@ -125,8 +125,14 @@ _Static_assert(STORM_REPORT_MAX_RANKS * sizeof(storm_node_report_t) <=
 	       STORM_RELAY_REPORT_BASE,
 	       "node reports overlap the relay reports");
 _Static_assert(STORM_RELAY_REPORT_BASE + STORM_REPORT_MAX_RANKS *
-	       sizeof(storm_relay_report_t) <= STORM_GANG_CLOCK_REP_BASE,
-	       "relay reports overlap the gang clock replies");
+	       sizeof(storm_relay_report_t) <= STORM_USAGE_REPORT_BASE,
+	       "relay reports overlap the usage reports");
+_Static_assert(STORM_USAGE_REPORT_BASE + STORM_REPORT_MAX_RANKS *
+	       sizeof(storm_usage_report_t) <= STORM_GANG_CLOCK_REP_BASE,
+	       "usage reports overlap the gang clock replies");
+_Static_assert(STORM_USAGE_REPORT_BASE % sizeof(uint64_t) == 0 &&
+	       sizeof(storm_usage_report_t) % sizeof(uint64_t) == 0,
+	       "usage reports misaligned");
 _Static_assert(STORM_GANG_CLOCK_REP_BASE % sizeof(uint64_t) == 0,
 	       "gang clock replies misaligned");
 

@@ -21,6 +21,8 @@
 
 #include "src/stormmech/stormmech.h"
 
+#include "storm_hist.h"
+
 enum storm_reject_kind {
 	STORM_REJECT_CTL,	/* the node manager's control socket */
 	STORM_REJECT_BCAST,	/* BcastPort: malformed, incomplete, refused */
@@ -60,13 +62,14 @@ static inline uint64_t storm_report_off(int rank)
 /*
  * A relay's broadcasts (nm_relay.c): each node manager that relays srun's
  * files writes its latest broadcast (the one in flight, else the last
- * finished) and its totals into the MM's region after the node reports,
+ * finished), its totals and the histogram of its broadcasts' durations
+ * into the MM's region after the node reports,
  * one slot per rank, a few times a second while one is in flight and once
  * when it ends.  Per-node progress is what the relay itself learns from the
  * nodes' broadcast variables (storm_bcast.h steps 2 and 4): which nodes
  * are ready for the data and which hold the file.
  */
-#define STORM_RELAY_REPORT_MAGIC 0x53524231u	/* "SRB1" */
+#define STORM_RELAY_REPORT_MAGIC 0x53524232u	/* "SRB2" */
 
 enum storm_relay_phase {
 	STORM_RELAY_MANIFEST,	/* checking srun's request, sending it on */
@@ -95,6 +98,8 @@ typedef struct storm_relay_report {
 	uint64_t count, failed, bytes;	/* this relay's totals */
 	uint64_t ready[STORM_MAX_RANKS / 64];	/* rank bits: ready */
 	uint64_t done[STORM_MAX_RANKS / 64];	/* rank bits: hold the file */
+	storm_hist_t dur;		/* the ended ones' durations, against
+					 * storm_hist_bcast_le_us() */
 } storm_relay_report_t;
 
 /* Relay reports follow the node reports: one slot per rank. */
@@ -107,11 +112,47 @@ static inline uint64_t storm_relay_report_off(int rank)
 	       (uint64_t) rank * sizeof(storm_relay_report_t);
 }
 
-/* Both kinds of report for every rank: the start of the MM's region.  The
- * gang clock replies follow (storm_gang.h, STORM_GANG_CLOCK_REP_BASE). */
-#define STORM_REPORT_REGION_SIZE \
+/*
+ * The CPU a node's jobs use (nm_usage.c): each node manager measures the
+ * jobs of the gang table that run on it from their cgroups about once a
+ * second and writes what each used over that time, in thousandths of a
+ * CPU, into the MM's region after the relay reports, one slot per rank.
+ * The MM sums a job's figures over its live nodes into the status
+ * (storm_status.h, a job's cpu_m).  A node runs at most MaxMPL jobs per
+ * CPU; jobs beyond STORM_USAGE_MAX_JOBS go unreported.
+ */
+#define STORM_USAGE_REPORT_MAGIC 0x53555231u	/* "SUR1" */
+#define STORM_USAGE_MAX_JOBS 30
+
+typedef struct storm_usage_job {
+	uint32_t job_id;
+	uint32_t cpu_m;			/* 1/1000 CPU over the last window */
+} storm_usage_job_t;
+
+typedef struct storm_usage_report {
+	uint32_t magic;
+	uint32_t rank;
+	uint64_t seq;			/* moves with every report */
+	uint32_t window_ms;		/* what cpu_m was measured over */
+	uint32_t njobs;
+	storm_usage_job_t jobs[STORM_USAGE_MAX_JOBS];
+} storm_usage_report_t;
+
+#define STORM_USAGE_REPORT_BASE \
 	(STORM_RELAY_REPORT_BASE + \
 	 STORM_REPORT_MAX_RANKS * sizeof(storm_relay_report_t))
+
+static inline uint64_t storm_usage_report_off(int rank)
+{
+	return STORM_USAGE_REPORT_BASE +
+	       (uint64_t) rank * sizeof(storm_usage_report_t);
+}
+
+/* Every kind of report for every rank: the start of the MM's region.  The
+ * gang clock replies follow (storm_gang.h, STORM_GANG_CLOCK_REP_BASE). */
+#define STORM_REPORT_REGION_SIZE \
+	(STORM_USAGE_REPORT_BASE + \
+	 STORM_REPORT_MAX_RANKS * sizeof(storm_usage_report_t))
 
 static inline const char *storm_relay_phase_str(uint32_t phase)
 {

@@ -14,7 +14,10 @@
 /* F_OPT_I64: an int64_t that may be unknown, with a bool beside it that
  * says it is known; unknown is "-" in the file and null in JSON (a lag may
  * be any number, so no value of its own can mean "none"). */
-typedef enum { F_U64, F_I64, F_INT, F_U32, F_STR, F_OPT_I64 } field_type_t;
+typedef enum {
+	F_U64, F_I64, F_INT, F_U32, F_STR, F_OPT_I64,
+	F_HIST,		/* a storm_status_hist_t, one token */
+} field_type_t;
 
 typedef struct {
 	const char *key;
@@ -55,6 +58,8 @@ static const hdr_field_t hdr_fields[] = {
 	HF(suspect_time_us, F_U64),
 	HF(drains, F_U64),
 	HF(returns, F_U64),
+	HF(strobe_hist_us, F_HIST),
+	HF(confirm_hist_us, F_HIST),
 };
 
 #define NFIELDS (sizeof(hdr_fields) / sizeof(hdr_fields[0]))
@@ -77,6 +82,82 @@ static const hdr_field_t node_fields[] = {
 };
 
 #define NNODE_FIELDS (sizeof(node_fields) / sizeof(node_fields[0]))
+
+extern void storm_status_hist_set(storm_status_hist_t *out,
+				  const storm_hist_t *h, const uint64_t *le,
+				  int nle)
+{
+	uint64_t run = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (nle < 0 || nle >= STORM_HIST_MAX)
+		return;
+	out->n = nle + 1;
+	for (int i = 0; i <= nle; i++) {
+		if (i < nle)
+			out->le_us[i] = le[i];
+		run += h->count[i];
+		out->cum[i] = run;
+	}
+	out->sum_us = h->sum_us;
+}
+
+/* A histogram as one token, "LE:N,...,+Inf:N,sum:S"; "-" when absent. */
+static int fprint_hist(FILE *fp, const storm_status_hist_t *h)
+{
+	if (h->n <= 0 || h->n > STORM_HIST_MAX)
+		return fputc('-', fp) == EOF ? -1 : 1;
+	for (int i = 0; i < h->n - 1; i++)
+		if (fprintf(fp, "%" PRIu64 ":%" PRIu64 ",", h->le_us[i],
+			    h->cum[i]) < 0)
+			return -1;
+	return fprintf(fp, "+Inf:%" PRIu64 ",sum:%" PRIu64, h->cum[h->n - 1],
+		       h->sum_us);
+}
+
+/* The reverse of fprint_hist(), from v up to a space or the line's end;
+ * anything malformed leaves the histogram absent. */
+static void parse_hist(const char *v, storm_status_hist_t *h)
+{
+	const char *p = v;
+	bool inf = false;
+
+	memset(h, 0, sizeof(*h));
+	while (*p && *p != ' ' && *p != '\n') {
+		char *end;
+		uint64_t le = 0, x;
+		bool is_inf = false, is_sum = false;
+
+		if (!strncmp(p, "+Inf:", 5)) {
+			is_inf = true;
+			p += 5;
+		} else if (!strncmp(p, "sum:", 4)) {
+			is_sum = true;
+			p += 4;
+		} else {
+			le = strtoull(p, &end, 10);
+			if (end == p || *end != ':')
+				break;
+			p = end + 1;
+		}
+		x = strtoull(p, &end, 10);
+		if (end == p)
+			break;
+		p = *end == ',' ? end + 1 : end;
+		if (is_sum) {
+			if (!inf)
+				break;
+			h->sum_us = x;
+			return;		/* complete: +Inf, then the sum */
+		}
+		if (inf || h->n >= STORM_HIST_MAX)
+			break;
+		h->le_us[h->n] = le;
+		h->cum[h->n++] = x;
+		inf = is_inf;
+	}
+	memset(h, 0, sizeof(*h));
+}
 
 extern int storm_status_path(const char *dir, char *buf, size_t len)
 {
@@ -112,6 +193,11 @@ static int fprint_field(FILE *fp, const void *base, const hdr_field_t *f,
 			return fprintf(fp, "%s%s=-%s", pre, f->key, post);
 		return fprintf(fp, "%s%s=%" PRId64 "%s", pre, f->key,
 			       *(const int64_t *) p, post);
+	case F_HIST:
+		if (fprintf(fp, "%s%s=", pre, f->key) < 0 ||
+		    fprint_hist(fp, (const storm_status_hist_t *) p) < 0)
+			return -1;
+		return fputs(post, fp) == EOF ? -1 : 1;
 	}
 	return -1;
 }
@@ -190,7 +276,11 @@ extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j)
 	if (fprintf(fp, "job %" PRIu32 " slot=%d mask=0x%" PRIx32 " nodes=%s policy=%s user=",
 		    j->job_id, j->slot, j->mask, j->nodes, j->policy) < 0 ||
 	    fprint_token(fp, j->user) < 0 || fputs(" name=", fp) == EOF ||
-	    fprint_token(fp, j->name) < 0)
+	    fprint_token(fp, j->name) < 0 ||
+	    fprintf(fp, " cpus=%" PRIu32 " cpu_m=", j->cpus) < 0)
+		return -1;
+	if (j->has_cpu ? fprintf(fp, "%" PRIu64, j->cpu_m) < 0 :
+			 fputc('-', fp) == EOF)
 		return -1;
 	return fputc('\n', fp) == EOF ? -1 : 1;
 }
@@ -203,14 +293,17 @@ static const char *ranks_token(const char *r)
 
 extern int storm_status_fprint_bcast(FILE *fp, const storm_status_bcast_t *b)
 {
-	return fprintf(fp, "bcast %d %s key=%" PRIx64 " job=%" PRIu32 " phase=%s size=%" PRIu64
-		       " received=%" PRIu64 " nodes=%" PRIu32 " start_us=%" PRId64
-		       " elapsed_us=%" PRIu64 " ready=%s done=%s count=%" PRIu64
-		       " failed=%" PRIu64 " bytes=%" PRIu64 "\n",
-		       b->relay, b->name, b->key, b->job_id, b->phase, b->size,
-		       b->received, b->nnodes, b->start_us, b->elapsed_us,
-		       ranks_token(b->ready), ranks_token(b->done), b->count,
-		       b->failed, b->bytes);
+	if (fprintf(fp, "bcast %d %s key=%" PRIx64 " job=%" PRIu32 " phase=%s size=%" PRIu64
+		    " received=%" PRIu64 " nodes=%" PRIu32 " start_us=%" PRId64
+		    " elapsed_us=%" PRIu64 " ready=%s done=%s count=%" PRIu64
+		    " failed=%" PRIu64 " bytes=%" PRIu64 " dur_hist_us=",
+		    b->relay, b->name, b->key, b->job_id, b->phase, b->size,
+		    b->received, b->nnodes, b->start_us, b->elapsed_us,
+		    ranks_token(b->ready), ranks_token(b->done), b->count,
+		    b->failed, b->bytes) < 0 ||
+	    fprint_hist(fp, &b->dur_hist_us) < 0)
+		return -1;
+	return fputc('\n', fp) == EOF ? -1 : 1;
 }
 
 static char *tmp_path(const char *path)
@@ -287,6 +380,9 @@ static void parse_field(void *base, const hdr_field_t *f, const char *v)
 		*(int64_t *) p = known ? (int64_t) x : 0;
 		break;
 	}
+	case F_HIST:
+		parse_hist(v, (storm_status_hist_t *) p);
+		break;
 	}
 }
 
@@ -389,8 +485,16 @@ static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 	if (sscanf(line, "job %" SCNu32 " slot=%d mask=0x%" SCNx32 " nodes=%4095s policy=%15s",
 		   &j->job_id, &j->slot, &j->mask, j->nodes, j->policy) >= 4) {
 		/* encoded tokens hold no space: " user=" cannot be in a name */
+		const char *cpus = strstr(line, " cpus="), *cpu = strstr(line, " cpu_m=");
+
 		parse_token(line, " user=", j->user, sizeof(j->user));
 		parse_token(line, " name=", j->name, sizeof(j->name));
+		if (cpus)
+			j->cpus = (uint32_t) strtoul(cpus + 6, NULL, 10);
+		if (cpu && cpu[7] >= '0' && cpu[7] <= '9') {
+			j->cpu_m = strtoull(cpu + 7, NULL, 10);
+			j->has_cpu = true;
+		}
 		st->njobs++;
 	}
 	return 0;
@@ -399,6 +503,7 @@ static int parse_job_line(storm_status_t *st, int *cap, const char *line)
 static int parse_bcast_line(storm_status_t *st, int *cap, const char *line)
 {
 	storm_status_bcast_t *b;
+	const char *hist;
 
 	if (grow((void **) &st->bcasts, st->nbcasts, cap, sizeof(*b)))
 		return -ENOMEM;
@@ -416,6 +521,8 @@ static int parse_bcast_line(storm_status_t *st, int *cap, const char *line)
 		b->ready[0] = '\0';
 	if (!strcmp(b->done, "-"))
 		b->done[0] = '\0';
+	if ((hist = strstr(line, " dur_hist_us=")))
+		parse_hist(hist + 13, &b->dur_hist_us);
 	st->nbcasts++;
 	return 0;
 }
@@ -442,7 +549,7 @@ extern int storm_status_parse(const char *text, storm_status_t *st)
 				 (int) strcspn(line, "\n"), line);
 			rc = parse_job_line(st, &job_cap, buf);
 		} else if (!strncmp(line, "bcast ", 6)) {
-			char buf[2 * STORM_STATUS_RANKSLEN + 512];
+			char buf[2 * STORM_STATUS_RANKSLEN + 1024];
 
 			snprintf(buf, sizeof(buf), "%.*s",
 				 (int) strcspn(line, "\n"), line);
@@ -504,6 +611,21 @@ static void json_str(FILE *fp, const char *s)
 	fputc('"', fp);
 }
 
+static void json_hist(FILE *fp, const storm_status_hist_t *h)
+{
+	if (h->n <= 0 || h->n > STORM_HIST_MAX) {
+		fputs("null", fp);
+		return;
+	}
+	fputs("{\"le\":[", fp);
+	for (int i = 0; i < h->n - 1; i++)
+		fprintf(fp, "%s%" PRIu64, i ? "," : "", h->le_us[i]);
+	fputs("],\"buckets\":[", fp);
+	for (int i = 0; i < h->n; i++)
+		fprintf(fp, "%s%" PRIu64, i ? "," : "", h->cum[i]);
+	fprintf(fp, "],\"sum\":%" PRIu64 "}", h->sum_us);
+}
+
 static void json_field(FILE *fp, const void *base, const hdr_field_t *f)
 {
 	const char *p = (const char *) base + f->off;
@@ -531,6 +653,9 @@ static void json_field(FILE *fp, const void *base, const hdr_field_t *f)
 			fprintf(fp, "%" PRId64, *(const int64_t *) p);
 		else
 			fputs("null", fp);
+		break;
+	case F_HIST:
+		json_hist(fp, (const storm_status_hist_t *) p);
 		break;
 	}
 }
@@ -564,6 +689,17 @@ static void json_job(FILE *fp, const storm_status_job_t *j)
 	json_str(fp, j->user);
 	fputs(",\"name\":", fp);
 	json_str(fp, j->name);
+	fprintf(fp, ",\"cpus\":%" PRIu32 ",\"cpu_m\":", j->cpus);
+	if (j->has_cpu)
+		fprintf(fp, "%" PRIu64, j->cpu_m);
+	else
+		fputs("null", fp);
+	/* a percentage of the allocation: 1/1000 CPU over CPUs, times 100 */
+	if (j->has_cpu && j->cpus)
+		fprintf(fp, ",\"cpu_share\":%.1f",
+			(double) j->cpu_m / 10.0 / (double) j->cpus);
+	else
+		fputs(",\"cpu_share\":null", fp);
 	fputc('}', fp);
 }
 
@@ -580,8 +716,10 @@ static void json_bcast(FILE *fp, const storm_status_bcast_t *b)
 	json_str(fp, b->ready);
 	fputs(",\"done\":", fp);
 	json_str(fp, b->done);
-	fprintf(fp, ",\"count\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
-		b->count, b->failed, b->bytes);
+	fprintf(fp, ",\"count\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"dur_hist_us\":", b->count, b->failed, b->bytes);
+	json_hist(fp, &b->dur_hist_us);
+	fputc('}', fp);
 }
 
 extern int storm_status_fprint_json(FILE *fp, const storm_status_t *st)

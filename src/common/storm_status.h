@@ -13,9 +13,10 @@
  *   node RANK NAME state=STATE ack_us=N misses=N rejected=CTL,BCAST,FABRIC
  *        [KEY=VALUE ...]          the node keys (storm_status.c's table)
  *   job ID slot=S mask=0xM nodes=RANKS policy=POLICY user=USER name=NAME
+ *       cpus=N cpu_m=M            (one line)
  *   bcast RANK NAME key=HEX job=J phase=PHASE size=N received=N nodes=N
  *         start_us=N elapsed_us=N ready=RANKS done=RANKS count=N failed=N
- *         bytes=N                  (one line)
+ *         bytes=N dur_hist_us=HIST (one line)
  *
  * STATE is live, unreachable or drained; S is -1 for a job without a slot;
  * bit s of M is set when the job runs in slot s (0xffffffff: in every
@@ -42,6 +43,19 @@
  * suspect_time_us SuspectTime, drains the nodes the MM drained since it
  * started, returns those it returned to service.
  *
+ * The header's strobe_hist_us and confirm_hist_us are histograms of what
+ * each strobe and each confirmation cost the MM (the moving averages
+ * strobe_us and confirm_us summarize the same measurements).  A histogram
+ * HIST is one token, "LE:N,...,+Inf:N,sum:S": N strobes took at most LE
+ * microseconds (cumulative, as Prometheus' buckets; +Inf is the count),
+ * S the sum of their microseconds; the bounds are storm_hist.h's.  Older
+ * files lack them.
+ *
+ * A job's cpus are the CPUs Slurm allocated it; cpu_m the CPU it used,
+ * in thousandths of a CPU, summed over the live nodes that reported it
+ * (storm_report.h, storm_usage_report_t: each node manager measures its
+ * jobs' cgroups over about a second); "-" until a node reported it.
+ *
  * USER and NAME are the job's owner and name with every byte outside
  * '!'..'~', and '%', written %XX, so that a name with spaces or markup
  * stays one token; the reader decodes them.  Older files lack user and
@@ -54,7 +68,8 @@
  * nodes besides the relay, and of those the ranks ready for the data and
  * the ranks that hold the file ("" as "-"); when it started (CLOCK_REALTIME
  * microseconds) and how long it ran; and the relay's totals: broadcasts,
- * failures, bytes delivered.
+ * failures, bytes delivered, and the histogram of the durations of its
+ * broadcasts that ended (done or failed), measured by the relay.
  *
  * Both sides are here so that the writer and every reader agree: the MM
  * formats through storm_status_fprint_*(), readers parse through
@@ -68,6 +83,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "storm_hist.h"
+
 #define STORM_STATUS_FILE "storm-mm.status"
 #define STORM_STATUS_VERSION 1
 /* A status written longer ago than this: the MM is not running. */
@@ -77,6 +94,15 @@
 #define STORM_STATUS_RANKSLEN 4096
 #define STORM_STATUS_POLICYLEN 16
 #define STORM_STATUS_JOBNAMELEN 256	/* longer names are cut */
+
+/* A histogram as the status has it: cumulative counts; n == 0 when the
+ * file lacks it. */
+typedef struct storm_status_hist {
+	int n;				/* buckets, the last one +Inf */
+	uint64_t le_us[STORM_HIST_MAX];	/* the first n - 1 bounds */
+	uint64_t cum[STORM_HIST_MAX];	/* at most le_us[i]; cum[n-1]: all */
+	uint64_t sum_us;
+} storm_status_hist_t;
 
 /* The header, in the file's key order. */
 typedef struct storm_status_hdr {
@@ -105,6 +131,8 @@ typedef struct storm_status_hdr {
 	uint64_t suspect_time_us;
 	uint64_t drains;		/* nodes drained since the MM started */
 	uint64_t returns;		/* ... and returned to service */
+	storm_status_hist_t strobe_hist_us;	/* each strobe's cost */
+	storm_status_hist_t confirm_hist_us;	/* each confirmation's */
 } storm_status_hdr_t;
 
 typedef struct storm_status_node {
@@ -134,6 +162,9 @@ typedef struct storm_status_job {
 	char policy[STORM_STATUS_POLICYLEN];	/* "" when absent */
 	char user[STORM_STATUS_NAMELEN];	/* decoded; "" when absent */
 	char name[STORM_STATUS_JOBNAMELEN];	/* decoded; "" when absent */
+	uint32_t cpus;			/* allocated; 0 when absent */
+	uint64_t cpu_m;			/* used, 1/1000 CPU; when has_cpu */
+	bool has_cpu;			/* some node reported it */
 } storm_status_job_t;
 
 typedef struct storm_status_bcast {
@@ -149,6 +180,7 @@ typedef struct storm_status_bcast {
 	char ready[STORM_STATUS_RANKSLEN];	/* "" when none */
 	char done[STORM_STATUS_RANKSLEN];
 	uint64_t count, failed, bytes;
+	storm_status_hist_t dur_hist_us;	/* its ended broadcasts */
 } storm_status_bcast_t;
 
 typedef struct storm_status {
@@ -164,7 +196,13 @@ typedef struct storm_status {
 /* "DIR/storm-mm.status" into buf; -ENAMETOOLONG if it does not fit. */
 extern int storm_status_path(const char *dir, char *buf, size_t len);
 
-/* Writer: the three kinds of line; each returns fprintf's result. */
+/* A histogram counted per bucket against bounds le[0..nle-1]
+ * (storm_hist.h), as the status writes it: cumulative. */
+extern void storm_status_hist_set(storm_status_hist_t *out,
+				  const storm_hist_t *h, const uint64_t *le,
+				  int nle);
+
+/* Writer: the kinds of line; each returns fprintf's result. */
 extern int storm_status_fprint_hdr(FILE *fp, const storm_status_hdr_t *h);
 extern int storm_status_fprint_node(FILE *fp, const storm_status_node_t *n);
 extern int storm_status_fprint_job(FILE *fp, const storm_status_job_t *j);
@@ -197,11 +235,15 @@ extern void storm_status_free(storm_status_t *st);
  *               "rejected": {"ctl", "bcast", "fabric"}, NODE KEY: VALUE,
  *               ...}, ...],         (switch_lag_us null until reported)
  *    "jobs": [{"job_id", "slot", "mask", "nodes", "policy", "user",
- *              "name"}, ...],
+ *              "name", "cpus", "cpu_m", "cpu_share"}, ...],
  *    "bcasts": [{"relay", "name", "key", "job_id", "phase", "size",
  *                "received", "nnodes", "start_us", "elapsed_us", "ready",
- *                "done", "count", "failed", "bytes"}, ...]}
- * (key as a hex string: it may not fit a double)
+ *                "done", "count", "failed", "bytes", "dur_hist_us"}, ...]}
+ * (key as a hex string: it may not fit a double).  A histogram is
+ * {"le": [bounds, us], "buckets": [cumulative counts, one more than the
+ * bounds: the last is +Inf], "sum": us}, or null when absent.  cpu_m is
+ * null until reported; cpu_share is cpu_m as a percentage of the job's
+ * allocated CPUs (null without both).
  * Numbers are JSON numbers (mask too), the rest strings.  Returns 0 or -1
  * on a write error.
  */

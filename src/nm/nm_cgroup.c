@@ -173,6 +173,23 @@ static int job_ctl_path(uint32_t job_id, uint32_t uid, char *buf, size_t len)
 	return stat(buf, &st) ? -errno : 0;
 }
 
+extern int nm_cg_job_dir(uint32_t job_id, uint32_t uid, char *buf, size_t len)
+{
+	char tail[64];
+	struct stat st;
+
+	if (cg_version == 1) {
+		v1_job_path(job_id, uid, "", buf, len);
+		return stat(buf, &st) ? -errno : 0;
+	}
+	snprintf(tail, sizeof(tail), "job_%u", job_id);
+	v2_scope_path(true, tail, buf, len);
+	if (!stat(buf, &st))
+		return 0;
+	v2_scope_path(false, tail, buf, len);
+	return stat(buf, &st) ? -errno : 0;
+}
+
 extern int nm_cg_job_open(uint32_t job_id, uint32_t uid)
 {
 	char path[2048];

@@ -13,6 +13,10 @@
 /* Pick cgroup v1 or v2 as Slurm does; 0 or -errno. */
 extern int nm_cg_init(nm_t *nm);
 extern int nm_cg_version(void);
+/* The job's cgroup directory on this node (v1: its freezer cgroup, v2:
+ * the job's), into buf: 0 or -errno (-ENOENT: no cgroup here). */
+extern int nm_cg_job_dir(uint32_t job_id, uint32_t uid, char *buf,
+			 size_t len);
 /* v2: open the job-level freeze control of a job on this node: fd or
  * -errno (-ENOENT: the job has no cgroup here). */
 extern int nm_cg_job_open(uint32_t job_id, uint32_t uid);

@@ -548,6 +548,21 @@ extern bool nm_gang_failsafe(uint64_t *nevents, bool *open)
 	return true;
 }
 
+extern int nm_gang_jobs_here(uint32_t *ids, uint32_t *uids, int max)
+{
+	int n = 0;
+
+	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+		return -1;
+	for (int i = 0; i < G.njobs && n < max; i++)
+		if (nm_gang_job_present(&G.jobs[i])) {
+			ids[n] = G.jobs[i].job_id;
+			uids[n++] = G.jobs[i].uid;
+		}
+	pthread_mutex_unlock(&G.lock);
+	return n;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;

@@ -33,4 +33,10 @@ extern bool nm_gang_switch_lag(bool *has, int64_t *lag_us);
 
 #define NM_GANG_LAG_STROBES 64
 
+/* For the usage report (nm_usage.c), from any thread, without waiting for
+ * the gang lock: the jobs of the table whose cgroups are on this node, at
+ * most max of them, into ids and uids.  How many, or -1 when the module did
+ * not start or the lock is busy (ask again later). */
+extern int nm_gang_jobs_here(uint32_t *ids, uint32_t *uids, int max);
+
 #endif /* STORM_NM_GANG_H */

@@ -7,6 +7,7 @@
 #include "nm.h"
 #include "nm_gang.h"
 #include "nm_heartbeat.h"
+#include "nm_usage.h"
 
 extern const nm_module_t nm_bcast_module;	/* nm_bcast.c */
 extern const nm_module_t nm_relay_module;	/* nm_relay.c: after bcast,
@@ -16,6 +17,7 @@ const nm_module_t *const nm_modules[] = {
 	&nm_bcast_module,
 	&nm_relay_module,
 	&nm_gang_module,
+	&nm_usage_module,	/* asks the gang module for its jobs */
 	&nm_heartbeat_module,	/* alive once every function is up */
 	NULL
 };

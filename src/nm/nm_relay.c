@@ -371,6 +371,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	uint64_t key = rq->key, size = 0;
 	uint8_t *map;
 	double t0 = nm_relay_now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
+	double t_begin = t0;
 	int st, rc = -1;
 	uid_t uid = (uid_t) -1;
 	bool reported = false;
@@ -405,6 +406,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	storm_set_remove(&set, R.nm->rank);
 	nm_relay_report_begin(key, nm_bcast_file_job(f), size,
 			      storm_set_count(&set));
+	t_begin = nm_relay_now_ms();
 	reported = true;
 	if (storm_set_count(&set) &&
 	    send_manifest(&set, cred, nm_bcast_file_attest(f), key, err,
@@ -434,7 +436,8 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	rc = 0;
 done:
 	if (reported)
-		nm_relay_report_end(key, size, rc == 0);
+		nm_relay_report_end(key, size, rc == 0,
+				    (uint64_t) ((nm_relay_now_ms() - t_begin) * 1000.0));
 	if (f)
 		nm_bcast_finish(f, false);
 	if (uid != (uid_t) -1)

@@ -109,11 +109,17 @@ extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
 	pthread_mutex_unlock(&P.lock);
 }
 
-extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok)
+extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok,
+				uint64_t elapsed_us)
 {
 	storm_relay_report_t *r;
+	int n;
+	const uint64_t *le = storm_hist_bcast_le_us(&n);
 
 	pthread_mutex_lock(&P.lock);
+	/* kept in the record across broadcasts, like the totals; counted
+	 * whether or not a newer broadcast took the view */
+	storm_hist_observe(&P.cur.dur, le, n, elapsed_us);
 	if (ok)
 		P.cur.bytes += size;
 	else

@@ -22,7 +22,8 @@ extern void nm_relay_report_received(uint64_t key, uint64_t got);
 extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
 				  const storm_set_t *done);
 /* It ended: DONE when ok (size bytes delivered), else FAILED. */
-extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok);
+extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok,
+				uint64_t elapsed_us);
 /* From the control loop: send the latest to the MM when it moved, at most
  * every NM_RELAY_REPORT_MS while one is in flight. */
 extern void nm_relay_report_tick(nm_t *nm);

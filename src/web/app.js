@@ -104,6 +104,11 @@ function drawJobs(st) {
     tr.appendChild(el("td", j.policy || ""));
     tr.appendChild(el("td", j.nodes));
     tr.appendChild(el("td", j.mask === 0xffffffff ? "all" : "0x" + j.mask.toString(16)));
+    // measured on the nodes (their cgroups), not derived from the slots
+    const share = el("td", j.cpu_share === null || j.cpu_share === undefined ? "-" :
+      j.cpu_share.toFixed(1) + "% of " + j.cpus + " CPU" + (j.cpus === 1 ? "" : "s"), "share");
+    share.dataset.share = j.cpu_share === null || j.cpu_share === undefined ? "" : j.cpu_share;
+    tr.appendChild(share);
     return tr;
   });
   body.replaceChildren(...rows);

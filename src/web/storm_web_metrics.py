@@ -3,14 +3,26 @@
 Every figure comes from the status (storm_status.h, read by
 storm_web_status.py); names follow Prometheus' conventions: base units
 (seconds), counters end in _total, one label per dimension (node=, kind=,
-state=, policy=).  The MM keeps moving averages of the strobe and confirm
-costs, not their distributions, so those are gauges, not histograms.
+state=, policy=).  The strobe and confirm costs come twice: as the MM's
+moving averages (gauges) and as the histograms of every one it measured
+(fixed buckets kept by the MM, src/common/storm_hist.h); broadcast
+durations as each relay's histogram of the broadcasts it ended.
 """
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    HistogramMetricFamily)
 from prometheus_client.registry import CollectorRegistry
 from prometheus_client import exposition
+from prometheus_client.utils import floatToGoString
 
 NODE_VIEWS = ("live", "suspect", "drained", "fail-safe", "unknown")
+
+
+def _buckets(h):
+    """A status histogram (storm_status.h's JSON: le in us, cumulative
+    buckets, the last one +Inf, sum in us) as prometheus_client wants it:
+    [(le in seconds, count), ..., ("+Inf", count)] and the sum in seconds."""
+    les = [floatToGoString(le / 1e6) for le in h["le"]] + ["+Inf"]
+    return list(zip(les, h["buckets"])), h["sum"] / 1e6
 
 
 def _families(st, err, reads):
@@ -47,6 +59,16 @@ def _families(st, err, reads):
         m = kind(name, doc)
         m.add_metric([], v)
         yield m
+    for key, name, doc in (
+            ("strobe_hist_us", "storm_strobe_latency_seconds",
+             "Time the Machine Manager took to send each strobe to the live nodes"),
+            ("confirm_hist_us", "storm_confirm_latency_seconds",
+             "Time the Machine Manager took to confirm each strobe (COMPARE-AND-WRITE)")):
+        hm = HistogramMetricFamily(name, doc)
+        if h.get(key):
+            b, s = _buckets(h[key])
+            hm.add_metric([], b, s)
+        yield hm
 
     ack = g("storm_node_ack_latency_seconds", "Last one-node acknowledgement round trip", labels=["node"])
     miss = g("storm_node_missed_quanta", "Consecutive quanta without an acknowledgement", labels=["node"])
@@ -98,7 +120,14 @@ def _families(st, err, reads):
         inflight += 1 if b["in_flight"] else 0
     bi = g("storm_broadcasts_in_flight", "Broadcasts the relays report in flight")
     bi.add_metric([], inflight)
-    yield from (bc, bf, bb, bl, bi)
+    bd = HistogramMetricFamily("storm_broadcast_duration_seconds",
+                               "Duration of each broadcast the node relayed, done or failed, "
+                               "as the relay timed it", labels=["node"])
+    for b in st.get("bcasts", []):
+        if b.get("dur_hist_us"):
+            buckets, s = _buckets(b["dur_hist_us"])
+            bd.add_metric([b["name"]], buckets, s)
+    yield from (bc, bf, bb, bl, bi, bd)
 
     jobs = g("storm_jobs", "Jobs in the matrix by policy", labels=["policy"])
     by_policy = {}
@@ -108,6 +137,16 @@ def _families(st, err, reads):
     for p, k in sorted(by_policy.items()):
         jobs.add_metric([p], k)
     yield jobs
+    share = g("storm_job_cpu_share_ratio",
+              "CPU the job used over about the last second, measured on its nodes, "
+              "over the CPUs Slurm allocated it", labels=["job"])
+    alloc = g("storm_job_cpus", "CPUs Slurm allocated the job", labels=["job"])
+    for j in st["jobs"]:
+        if j.get("cpus"):
+            alloc.add_metric([str(j["job_id"])], j["cpus"])
+        if j.get("cpu_share") is not None:
+            share.add_metric([str(j["job_id"])], j["cpu_m"] / 1000.0 / j["cpus"])
+    yield from (share, alloc)
 
 
 class _Collector:

@@ -7,7 +7,9 @@
  * job.  v2, the job cgroup where Slurm's cgroup/v2 puts it (the hybrid
  * host's "unified" mount stands in for /sys/fs/cgroup): the job freezes
  * through cgroup.freeze, and at start the node manager thaws its own
- * node's frozen jobs and leaves another node's alone.
+ * node's frozen jobs and leaves another node's alone.  And a job's CPU
+ * time (nm_cg_usage.c, v1): it grows while a process of one of its steps
+ * spins, and keeps what a child reaped inside the job used.
  *
  * Needs root and either hierarchy; what is missing is skipped (77 if
  * both are).
@@ -23,17 +25,20 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
 
 #include "src/nm/nm.h"
+#include "src/nm/nm_cg_usage.h"
 #include "src/nm/nm_cgroup.h"
 
 #include "check_run.h"
 
 #define FREEZER "/sys/fs/cgroup/freezer"
 #define JOB_ID 7
+#define USAGE_JOB_ID 8
 
 static char etc[] = "/tmp/storm-ut-cg.XXXXXX";
 static char node[32], uid_dir[512], job_dir[600], step0[700], batch[700];
@@ -225,6 +230,95 @@ START_TEST(one_step_freezes_alone)
 }
 END_TEST
 
+/* mkdir, an existing directory being fine (the tests share the node's). */
+static void mkdir_ok(const char *dir)
+{
+	ck_assert_msg(mkdir(dir, 0755) == 0 || errno == EEXIST, "%s: %s",
+		      dir, strerror(errno));
+}
+
+/* A process that, once a byte comes down *go, spins for ms of CPU in a
+ * child it then reaps, and then waits to be killed. */
+static pid_t spawn_reaper(int ms, int *go)
+{
+	int fds[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pid_t c;
+		char b;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(fds[1]);
+		if (read(fds[0], &b, 1) != 1)
+			_exit(1);
+		c = fork();
+		if (c == 0) {
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+			do
+				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+			while ((t.tv_sec - t0.tv_sec) * 1000 +
+			       (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+			_exit(0);
+		}
+		waitpid(c, NULL, 0);
+		for (;;)
+			pause();
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return pid;
+}
+
+START_TEST(job_cpu_time_counts_its_processes)
+{
+	char path[600], step[700];
+	uint64_t before, after;
+	pid_t p;
+	int go;
+
+	init_nm(1, "/sys/fs/cgroup");
+	snprintf(path, sizeof(path), FREEZER "/slurm_%s", node);
+	mkdir_ok(path);
+	snprintf(path, sizeof(path), FREEZER "/slurm_%s/uid_0", node);
+	mkdir_ok(path);
+	snprintf(path, sizeof(path), FREEZER "/slurm_%s/uid_0/job_%d", node,
+		 USAGE_JOB_ID);
+	mkdir_ok(path);
+	snprintf(step, sizeof(step), "%s/step_0", path);
+	mkdir_ok(step);
+	ck_assert_int_eq(nm_cg_job_cpu_ns(USAGE_JOB_ID + 1, 0, &before),
+			 -ENOENT);
+	ck_assert_int_eq(nm_cg_job_cpu_ns(USAGE_JOB_ID, 0, &before), 0);
+	ck_assert_uint_eq(before, 0);	/* no process yet */
+	/* the child spins 200 ms of CPU inside the step, its parent (in the
+	 * step too) reaps it: the job keeps those 200 ms (clock ticks: allow
+	 * one tick less) */
+	p = spawn_reaper(200, &go);
+	join_cgroup(step, p);
+	ck_assert_int_eq(write(go, "g", 1), 1);
+	close(go);
+	for (int tries = 0; tries < 2500; tries++) {
+		ck_assert_int_eq(nm_cg_job_cpu_ns(USAGE_JOB_ID, 0, &after), 0);
+		if (after >= 190000000ULL)
+			break;
+		usleep(10000);
+	}
+	ck_assert_uint_ge(after, 190000000ULL);
+	/* still counted once the child is gone: the parent's cutime */
+	usleep(50000);
+	ck_assert_int_eq(nm_cg_job_cpu_ns(USAGE_JOB_ID, 0, &before), 0);
+	ck_assert_uint_ge(before, 190000000ULL);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+END_TEST
+
 /* The cgroup v2 hierarchy: /sys/fs/cgroup on a pure v2 host, its
  * "unified" mount on a hybrid one; "" if there is none. */
 static char v2mnt[64];
@@ -335,7 +429,7 @@ static void rmdir_all(char (*path)[700], int n)
 
 static void remove_cgroups(void)
 {
-	char path[5][700];
+	char path[7][700];
 
 	snprintf(path[0], sizeof(path[0]), FREEZER "/slurm_%s/uid_0/job_%d/step_0",
 		 node, JOB_ID);
@@ -343,9 +437,13 @@ static void remove_cgroups(void)
 		 node, JOB_ID);
 	snprintf(path[2], sizeof(path[2]), FREEZER "/slurm_%s/uid_0/job_%d",
 		 node, JOB_ID);
-	snprintf(path[3], sizeof(path[3]), FREEZER "/slurm_%s/uid_0", node);
-	snprintf(path[4], sizeof(path[4]), FREEZER "/slurm_%s", node);
-	rmdir_all(path, 5);
+	snprintf(path[3], sizeof(path[3]), FREEZER "/slurm_%s/uid_0/job_%d/step_0",
+		 node, USAGE_JOB_ID);
+	snprintf(path[4], sizeof(path[4]), FREEZER "/slurm_%s/uid_0/job_%d",
+		 node, USAGE_JOB_ID);
+	snprintf(path[5], sizeof(path[5]), FREEZER "/slurm_%s/uid_0", node);
+	snprintf(path[6], sizeof(path[6]), FREEZER "/slurm_%s", node);
+	rmdir_all(path, 7);
 }
 
 /* The same for the v2 test; system.slice too if the test made it. */
@@ -383,6 +481,9 @@ int main(void)
 	slice_was_there = v2mnt[0] && stat(slice, &st) == 0;
 	if (v1) {
 		tcase_add_test(tc, one_step_freezes_alone);
+		tcase_add_test(tc, job_cpu_time_counts_its_processes);
+		/* 200 ms of CPU on a loaded host may take seconds */
+		tcase_set_timeout(tc, 60);
 		suite_add_tcase(s, tc);
 	} else {
 		fprintf(stderr, "v1 test skipped: no cgroup v1 freezer at %s\n", FREEZER);

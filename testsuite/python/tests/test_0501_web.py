@@ -4,7 +4,10 @@ would see: two gang jobs in two slots on the same nodes, the running slot
 changing, a job with a hostile name shown as text, a broadcast appearing
 with its progress and finishing, a node turning drained after its node
 manager is killed; /metrics parsed by prometheus_client
-agreeing with `stormctl show`; bad requests answered, never a crash.
+agreeing with `stormctl show`, its strobe and confirm latency histograms
+growing while the pair runs and the broadcast counted in its relay's
+duration histogram; each job of the pair shown with a measured CPU share
+near its fair share; bad requests answered, never a crash.
 
 A failing test leaves the browser's screenshot and the page's HTML in the
 cluster's log directory (web-failure-TEST.png/.html); the first test keeps
@@ -146,11 +149,15 @@ def test_page_shows_pair_slots_and_hostile_name_as_text(gangweb, web, pair, page
     d.save_screenshot(c.path("log", "web-page.png"))
 
 
-def _metrics(web):
+def _metrics(web, families=None):
+    """{(sample name, sorted labels): value}, and a family's name to its
+    type in `families` when given."""
     st, hdrs, body = web.request("/metrics")
     assert st == 200 and hdrs["Content-Type"].startswith("text/plain"), (st, hdrs)
     out = {}
     for fam in prom_parser.text_string_to_metric_families(body.decode()):
+        if families is not None:
+            families[fam.name] = fam.type
         # a family without samples yet (no broadcast so far) is still there
         out[(fam.name + ("_total" if fam.type == "counter" else ""), "family")] = None
         for s in fam.samples:
@@ -194,11 +201,113 @@ def test_metrics_agree_with_stormctl_show(gangweb, web, pair):
     names = {k[0] for k in m}
     for e in exprs:
         for name in re.findall(r"storm_[a-z_]+", e):
-            assert name in names, (name, e)
+            # a histogram's series are there once it has samples (a
+            # relay's broadcasts: after the first), its family always
+            base = re.sub(r"_(bucket|count|sum)$", "", name)
+            assert name in names or base in names, (name, e)
     # OpenMetrics when asked for
     st, hdrs, body = web.request("/metrics", headers={"Accept": "application/openmetrics-text"})
     assert st == 200 and "openmetrics" in hdrs["Content-Type"], hdrs
     assert body.rstrip().endswith(b"# EOF")
+
+
+def _histogram(m, name, labels=()):
+    """[(le, cumulative count)] in order, the count and the sum of histogram
+    `name` in parsed metrics m, checked for the shape Prometheus expects."""
+    buckets = sorted((float(dict(k[1])["le"]), v) for k, v in m.items()
+                     if k[0] == name + "_bucket" and
+                     tuple(x for x in k[1] if x[0] != "le") == tuple(labels))
+    count = m[(name + "_count", tuple(labels))]
+    total = m[(name + "_sum", tuple(labels))]
+    assert buckets and buckets[-1][0] == float("inf"), buckets
+    assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), buckets
+    assert buckets[-1][1] == count, (buckets, count)
+    return buckets, count, total
+
+
+def test_latency_histograms_grow_while_the_pair_runs(gangweb, web, pair):
+    c = gangweb
+    types = {}
+    m0 = _metrics(web, types)
+    assert types["storm_strobe_latency_seconds"] == "histogram"
+    assert types["storm_confirm_latency_seconds"] == "histogram"
+    assert types["storm_broadcast_duration_seconds"] == "histogram"
+    _, s0, _ = _histogram(m0, "storm_strobe_latency_seconds")
+    _, c0, _ = _histogram(m0, "storm_confirm_latency_seconds")
+    # two slots at 40 ms: a strobe and a confirmation every quantum; the
+    # MM's status (once a second) and storm-web's look at it follow
+    wait_for(lambda: _histogram(_metrics(web), "storm_confirm_latency_seconds")[1] >= c0 + 10,
+             30, "confirmations counted")
+    m1 = _metrics(web)
+    hdr, _, _ = g.mm_status(c)
+    sb, s1, ssum = _histogram(m1, "storm_strobe_latency_seconds")
+    cb, c1, csum = _histogram(m1, "storm_confirm_latency_seconds")
+    assert s1 >= s0 + 10 and c1 >= c0 + 10, (s0, s1, c0, c1)
+    # every strobe and confirmation took some time, under its +Inf bound
+    assert ssum > 0 and csum > 0
+    assert cb[0][1] <= c1
+    # as stormctl show has it (one definition): a scrape is not newer
+    # than the status read after it
+    h = json.loads(subprocess.run(
+        [c.stormctl, "show", "--json", "--status", c.path("state", "storm-mm.status")],
+        capture_output=True, text=True, check=True).stdout)["header"]
+    assert h["strobe_hist_us"]["buckets"][-1] >= s1
+    assert h["confirm_hist_us"]["buckets"][-1] >= c1
+    assert [le / 1e6 for le in h["strobe_hist_us"]["le"]] == \
+        pytest.approx([le for le, _ in sb[:-1]])
+    # the quanta served include every strobe's quanta
+    assert int(hdr["quanta"]) >= s1
+    print("strobes %d -> %d (sum %.3f s), confirmations %d -> %d (sum %.3f s)" % (
+        s0, s1, ssum, c0, c1, csum))
+    print("strobe buckets (le s, cumulative): %s" % sb)
+    print("confirm buckets (le s, cumulative): %s" % cb)
+
+
+def _jobs_api(web):
+    st, _, body = web.request("/api/v1/status")
+    assert st == 200, body
+    return {j["job_id"]: j for j in json.loads(body)["jobs"]}
+
+
+def _shares_shown(d):
+    """{job id: (share text, share value)} as the jobs table shows them."""
+    rows = d.execute_script("""
+        return Array.from(document.querySelectorAll('#jobs tbody tr')).map(tr =>
+            [tr.dataset.job, tr.querySelector('td.share').innerText,
+             tr.querySelector('td.share').dataset.share]);""")
+    return {int(r[0]): (r[1], r[2]) for r in rows}
+
+
+def test_jobs_show_measured_cpu_share_near_their_fair_share(gangweb, web, pair, page):
+    a, b, _, _ = pair
+    d = page
+    # the node managers measure over a second, the MM writes once a second
+    wait_for(lambda: all(_jobs_api(web).get(j, {}).get("cpu_share") is not None for j in (a, b)),
+             30, "both jobs' measured CPU share")
+    samples = {a: [], b: []}
+    for _ in range(5):
+        jobs = _jobs_api(web)
+        for j in (a, b):
+            samples[j].append(jobs[j]["cpu_share"])
+            assert jobs[j]["cpus"] == 4 * gangweb.cpus, jobs[j]
+        time.sleep(1.1)
+    print("measured CPU share (%% of the allocation): %s" % samples)
+    for j in (a, b):
+        # each spins in its own slot: it used CPU, and far less than all of
+        # what it was allocated (it is frozen half of the time, and one
+        # task spins on each node's CPUs)
+        assert max(samples[j]) > 0, samples
+        assert sum(samples[j]) / len(samples[j]) < 75, samples
+    # the page shows it as a percentage, and /metrics as a ratio
+    wait_for(lambda: all(_shares_shown(d).get(j, ("-",))[0].endswith("CPUs")
+                         for j in (a, b)), 10, "the shares in the page's table")
+    shown = _shares_shown(d)
+    for j in (a, b):
+        assert re.match(r"^\d+\.\d% of \d+ CPUs$", shown[j][0]), shown
+    m = _metrics(web)
+    for j in (a, b):
+        assert 0 <= m[("storm_job_cpu_share_ratio", (("job", str(j)),))] < 1
+        assert m[("storm_job_cpus", (("job", str(j)),))] == 4 * gangweb.cpus
 
 
 def test_bad_requests_get_errors_never_a_crash(web, pair):
@@ -281,6 +390,12 @@ def test_broadcast_appears_with_progress_and_finishes(gangweb, web, pair, page):
     m = _metrics(web)
     assert m[("storm_relay_broadcasts_total", (("node", done[0]),))] >= 1
     assert m[("storm_relay_broadcast_bytes_total", (("node", done[0]),))] >= BCAST_MB << 20
+    # and its duration, as the relay timed it, in the relay's histogram
+    buckets, count, total = _histogram(m, "storm_broadcast_duration_seconds",
+                                       (("node", done[0]),))
+    assert count >= 1 and total > 0, (buckets, count, total)
+    # a broadcast of 192 MiB over loopback takes more than a millisecond
+    assert buckets[0][1] < count, buckets
 
 
 def test_node_turns_drained_after_its_node_manager_is_killed(gangweb, web, pair, page):

@@ -107,6 +107,17 @@ static void ewma(uint64_t *avg, uint64_t v)
 	*avg = *avg ? (*avg * 7 + v) / 8 : v;
 }
 
+/* One strobe's or confirmation's cost (us) into its average and its
+ * histogram: a scan of a dozen bounds and two additions a quantum. */
+static void account_cost(uint64_t *avg, storm_hist_t *h, uint64_t us)
+{
+	int n;
+	const uint64_t *le = storm_hist_latency_le_us(&n);
+
+	ewma(avg, us);
+	storm_hist_observe(h, le, n, us);
+}
+
 /* A change that needs a new fabric endpoint. */
 static bool conf_needs_rejoin(const storm_conf_t *old, const storm_conf_t *c)
 {
@@ -188,8 +199,8 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 		uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC);
 
 		mm_faults_confirm(mm);
-		ewma(&mm->stats.caw_us,
-		     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
+		account_cost(&mm->stats.caw_us, &mm->stats.caw_hist,
+			     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	}
 	*now = mm_now_ns(CLOCK_MONOTONIC);
 	/* slurmctld's locks (the drains, the rebuild): see mm_prio.c */
@@ -264,7 +275,8 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 			if (mm_fabric_in_set(mm, i))
 				mm_faults_acked(mm, i);
 	t1 = mm_now_ns(CLOCK_MONOTONIC);
-	ewma(&mm->stats.strobe_us, (t1 - t0) / 1000);
+	account_cost(&mm->stats.strobe_us, &mm->stats.strobe_hist,
+		     (t1 - t0) / 1000);
 	mm_offset_strobe_took(mm, t1 - t0);
 	account_period(mm, t0);
 	mm->nquanta += mm->span;	/* quanta, not strobes */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "src/common/storm_conf.h"
+#include "src/common/storm_hist.h"
 #include "src/stormmech/stormmech.h"
 
 #include "mm_matrix.h"
@@ -51,9 +52,10 @@ typedef struct mm_node {
 	uint64_t answering_since;	/* answering without a miss since */
 } mm_node_t;
 
-/* Moving averages and counters, for the status file. */
+/* Moving averages, histograms and counters, for the status file. */
 typedef struct mm_stats {
 	uint64_t strobe_us, caw_us, period_us;
+	storm_hist_t strobe_hist, caw_hist;	/* every strobe, confirmation */
 	uint64_t late;			/* strobes applied late */
 	uint64_t confirm_timeouts;
 	_Atomic uint64_t drains;	/* nodes this MM drained (both threads) */

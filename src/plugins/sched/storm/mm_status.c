@@ -27,6 +27,9 @@
 
 static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 {
+	int nle;
+	const uint64_t *le = storm_hist_latency_le_us(&nle);
+
 	memset(h, 0, sizeof(*h));
 	h->version = STORM_STATUS_VERSION;
 	h->written = (int64_t) time(NULL);
@@ -53,6 +56,10 @@ static void fill_hdr(const mm_t *mm, storm_status_hdr_t *h)
 	snprintf(h->switch_at, sizeof(h->switch_at), "%s",
 		 mm->conf.switch_at_arrival ? "arrival" : "announced");
 	h->lead_us = mm_offset_lead_ns(mm) / 1000;
+	storm_status_hist_set(&h->strobe_hist_us, &mm->stats.strobe_hist, le,
+			      nle);
+	storm_status_hist_set(&h->confirm_hist_us, &mm->stats.caw_hist, le,
+			      nle);
 	if (mm->ctx) {
 		storm_stats_t st;
 
@@ -137,8 +144,8 @@ static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
 }
 
-/* The jobs' names, for people, under Slurm's job read lock: once per
- * status (a second), never per quantum. */
+/* The jobs' names, for people, and their allocated CPUs, under Slurm's
+ * job read lock: once per status (a second), never per quantum. */
 static void job_names(const mm_t *mm, storm_status_job_t *s)
 {
 	slurmctld_lock_t job_read = { .job = READ_LOCK };
@@ -149,6 +156,7 @@ static void job_names(const mm_t *mm, storm_status_job_t *s)
 
 		snprintf(s[i].name, sizeof(s[i].name), "%s",
 			 jp && jp->name ? jp->name : "");
+		s[i].cpus = jp ? jp->total_cpus : 0;
 	}
 	unlock_slurmctld(job_read);
 }
@@ -175,6 +183,8 @@ static bool fill_bcast(const mm_t *mm, int i, storm_status_bcast_t *b)
 	storm_relay_report_t r;
 	size_t size;
 	const uint8_t *region = report_region(mm, &size);
+	int nle;
+	const uint64_t *le = storm_hist_bcast_le_us(&nle);
 
 	if (!region || i >= STORM_REPORT_MAX_RANKS ||
 	    storm_relay_report_off(i) + sizeof(r) > size)
@@ -200,7 +210,41 @@ static bool fill_bcast(const mm_t *mm, int i, storm_status_bcast_t *b)
 	b->count = r.count;
 	b->failed = r.failed;
 	b->bytes = r.bytes;
+	storm_status_hist_set(&b->dur_hist_us, &r.dur, le, nle);
 	return true;
+}
+
+/*
+ * The CPU the jobs used, as the live nodes last reported it
+ * (storm_report.h, storm_usage_report_t), summed per job.  A drained or
+ * unreachable node's last report is left out: it may be long stale.
+ */
+static void job_usage(const mm_t *mm, storm_status_job_t *s, int njobs)
+{
+	size_t size;
+	const uint8_t *region = report_region(mm, &size);
+	storm_usage_report_t r;
+
+	if (!region)
+		return;
+	for (int i = 0; i < mm->nnodes && i < STORM_REPORT_MAX_RANKS; i++) {
+		const mm_node_t *mn = &mm->nodes[i];
+
+		if (!mn->live || mn->drained ||
+		    storm_usage_report_off(i) + sizeof(r) > size)
+			continue;
+		/* a copy: the node may be writing the next one meanwhile */
+		memcpy(&r, region + storm_usage_report_off(i), sizeof(r));
+		if (r.magic != STORM_USAGE_REPORT_MAGIC ||
+		    r.rank != (uint32_t) i || r.njobs > STORM_USAGE_MAX_JOBS)
+			continue;
+		for (uint32_t k = 0; k < r.njobs; k++)
+			for (int j = 0; j < njobs; j++)
+				if (s[j].job_id == r.jobs[k].job_id) {
+					s[j].cpu_m += r.jobs[k].cpu_m;
+					s[j].has_cpu = true;
+				}
+	}
 }
 
 static void print_all(const mm_t *mm, FILE *fp)
@@ -217,10 +261,11 @@ static void print_all(const mm_t *mm, FILE *fp)
 		storm_status_fprint_node(fp, &n);
 	}
 	job_names(mm, s);
-	for (int i = 0; i < mm->matrix.njobs; i++) {
+	for (int i = 0; i < mm->matrix.njobs; i++)
 		fill_job(mm, &mm->matrix.jobs[i], &s[i]);
+	job_usage(mm, s, mm->matrix.njobs);
+	for (int i = 0; i < mm->matrix.njobs; i++)
 		storm_status_fprint_job(fp, &s[i]);
-	}
 	xfree(s);
 	b = xmalloc(sizeof(*b));
 	for (int i = 0; i < mm->nnodes; i++)
