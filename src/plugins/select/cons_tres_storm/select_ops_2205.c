@@ -147,154 +147,9 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 				     SELECT_IS_MODE_RUN_NOW(mode), _try, &a);
 }
 
-extern int select_p_job_begin(job_record_t *job_ptr)
-{
-	int rc = base.job_begin(job_ptr);
-
-	if (rc == SLURM_SUCCESS)
-		storm_select_job_began(job_ptr);
-	return rc;
-}
-
-extern int select_p_job_ready(job_record_t *job_ptr)
-{
-	return base.job_ready(job_ptr);
-}
-
-extern int select_p_job_expand(job_record_t *from_job_ptr,
-			       job_record_t *to_job_ptr)
-{
-	return base.job_expand(from_job_ptr, to_job_ptr);
-}
-
-extern int select_p_job_resized(job_record_t *job_ptr, node_record_t *node_ptr)
-{
-	return base.job_resized(job_ptr, node_ptr);
-}
-
 extern int select_p_job_signal(job_record_t *job_ptr, int signal)
 {
 	return base.job_signal(job_ptr, signal);
-}
-
-extern int select_p_job_fini(job_record_t *job_ptr)
-{
-	storm_select_job_ended(job_ptr, "job_fini");
-	return base.job_fini(job_ptr);
-}
-
-extern int select_p_job_suspend(job_record_t *job_ptr, bool indf_susp)
-{
-	storm_select_job_ended(job_ptr, "job_suspend");
-	return base.job_suspend(job_ptr, indf_susp);
-}
-
-extern int select_p_job_resume(job_record_t *job_ptr, bool indf_susp)
-{
-	storm_select_job_began(job_ptr);
-	return base.job_resume(job_ptr, indf_susp);
-}
-
-extern bitstr_t *select_p_step_pick_nodes(job_record_t *job_ptr,
-					  select_jobinfo_t *jobinfo,
-					  uint32_t node_count,
-					  bitstr_t **avail_nodes)
-{
-	return base.step_pick_nodes(job_ptr, jobinfo, node_count, avail_nodes);
-}
-
-extern int select_p_step_start(step_record_t *step_ptr)
-{
-	return base.step_start(step_ptr);
-}
-
-extern int select_p_step_finish(step_record_t *step_ptr, bool killing_step)
-{
-	return base.step_finish(step_ptr, killing_step);
-}
-
-extern int select_p_select_nodeinfo_pack(select_nodeinfo_t *nodeinfo,
-					 buf_t *buffer,
-					 uint16_t protocol_version)
-{
-	return base.nodeinfo_pack(nodeinfo, buffer, protocol_version);
-}
-
-extern int select_p_select_nodeinfo_unpack(select_nodeinfo_t **nodeinfo,
-					   buf_t *buffer,
-					   uint16_t protocol_version)
-{
-	return base.nodeinfo_unpack(nodeinfo, buffer, protocol_version);
-}
-
-extern select_nodeinfo_t *select_p_select_nodeinfo_alloc(void)
-{
-	return base.nodeinfo_alloc();
-}
-
-extern int select_p_select_nodeinfo_free(select_nodeinfo_t *nodeinfo)
-{
-	return base.nodeinfo_free(nodeinfo);
-}
-
-extern int select_p_select_nodeinfo_set_all(void)
-{
-	return base.nodeinfo_set_all();
-}
-
-extern int select_p_select_nodeinfo_set(job_record_t *job_ptr)
-{
-	return base.nodeinfo_set(job_ptr);
-}
-
-extern int select_p_select_nodeinfo_get(select_nodeinfo_t *nodeinfo,
-					enum select_nodedata_type dinfo,
-					enum node_states state, void *data)
-{
-	return base.nodeinfo_get(nodeinfo, dinfo, state, data);
-}
-
-extern select_jobinfo_t *select_p_select_jobinfo_alloc(void)
-{
-	return base.jobinfo_alloc();
-}
-
-extern int select_p_select_jobinfo_free(select_jobinfo_t *jobinfo)
-{
-	return base.jobinfo_free(jobinfo);
-}
-
-extern int select_p_select_jobinfo_set(select_jobinfo_t *jobinfo,
-				       enum select_jobdata_type data_type,
-				       void *data)
-{
-	return base.jobinfo_set(jobinfo, data_type, data);
-}
-
-extern int select_p_select_jobinfo_get(select_jobinfo_t *jobinfo,
-				       enum select_jobdata_type data_type,
-				       void *data)
-{
-	return base.jobinfo_get(jobinfo, data_type, data);
-}
-
-extern select_jobinfo_t *select_p_select_jobinfo_copy(select_jobinfo_t *jobinfo)
-{
-	return base.jobinfo_copy(jobinfo);
-}
-
-extern int select_p_select_jobinfo_pack(select_jobinfo_t *jobinfo,
-					buf_t *buffer,
-					uint16_t protocol_version)
-{
-	return base.jobinfo_pack(jobinfo, buffer, protocol_version);
-}
-
-extern int select_p_select_jobinfo_unpack(select_jobinfo_t **jobinfo,
-					  buf_t *buffer,
-					  uint16_t protocol_version)
-{
-	return base.jobinfo_unpack(jobinfo, buffer, protocol_version);
 }
 
 extern char *select_p_select_jobinfo_sprint(select_jobinfo_t *jobinfo,
@@ -309,21 +164,9 @@ extern char *select_p_select_jobinfo_xstrdup(select_jobinfo_t *jobinfo,
 	return base.jobinfo_xstrdup(jobinfo, mode);
 }
 
-extern int select_p_get_info_from_plugin(enum select_plugindata_info dinfo,
-					 job_record_t *job_ptr, void *data)
-{
-	return base.get_info_from_plugin(dinfo, job_ptr, data);
-}
-
 extern int select_p_update_node_config(int index)
 {
 	return base.update_node_config(index);
-}
-
-extern int select_p_reconfigure(void)
-{
-	storm_select_reconfigure();
-	return base.reconfigure();
 }
 
 extern bitstr_t *select_p_resv_test(resv_desc_msg_t *resv_desc_ptr,
@@ -334,3 +177,5 @@ extern bitstr_t *select_p_resv_test(resv_desc_msg_t *resv_desc_ptr,
 	return base.resv_test(resv_desc_ptr, node_cnt, avail_bitmap,
 			      core_bitmap);
 }
+
+#include "select_ops_forward.inc"
