@@ -31,6 +31,7 @@
 
 #include "nm.h"
 #include "nm_bcast_wait.h"
+#include "nm_deadline.h"
 #include "src/common/storm_bcast.h"
 
 #define MAX_WAITERS 256
@@ -224,13 +225,7 @@ static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	w = &W.w[W.n++];
 	w->fd = peer->fd;
 	w->key = key;
-	clock_gettime(CLOCK_MONOTONIC, &w->deadline);
-	w->deadline.tv_sec += (time_t) (ms / 1000);
-	w->deadline.tv_nsec += (long) (ms % 1000) * 1000000L;
-	if (w->deadline.tv_nsec >= 1000000000L) {
-		w->deadline.tv_sec++;
-		w->deadline.tv_nsec -= 1000000000L;
-	}
+	nm_deadline_after_us((uint64_t) ms * 1000, &w->deadline);
 	pthread_mutex_unlock(&W.lock);
 	nm_debug("bcast: pid %d waits for transfer %llx", (int) peer->pid, key);
 	return NM_CTL_KEPT;

@@ -78,6 +78,7 @@
 #include "nm_watchdog.h"
 #include "nm_gang.h"
 #include "nm_gang_job.h"
+#include "nm_deadline.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
@@ -730,7 +731,6 @@ static int set_mm_peer(nm_t *nm)
 static int init_sync(void)
 {
 	pthread_mutexattr_t ma;
-	pthread_condattr_t ca;
 	int rc;
 
 	if (G.sync_ready)
@@ -743,13 +743,7 @@ static int init_sync(void)
 	pthread_mutexattr_destroy(&ma);
 	if (rc)
 		return -rc;
-	if ((rc = pthread_condattr_init(&ca)))
-		return -rc;
-	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!rc)
-		rc = pthread_cond_init(&G.wake, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc)
+	if ((rc = nm_cond_init_monotonic(&G.wake)))
 		return -rc;
 	G.sync_ready = true;
 	return 0;

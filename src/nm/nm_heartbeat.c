@@ -11,6 +11,7 @@
 
 #include "nm_gang.h"
 #include "nm_heartbeat.h"
+#include "nm_deadline.h"
 #include "nm_reject.h"
 
 /*
@@ -131,17 +132,6 @@ static void beat(nm_t *nm)
 	}
 }
 
-static void deadline_after(uint64_t us, struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += (time_t) (us / 1000000);
-	ts->tv_nsec += (long) (us % 1000000) * 1000;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static void *heartbeat_thread(void *arg)
 {
 	nm_t *nm = arg;
@@ -155,7 +145,7 @@ static void *heartbeat_thread(void *arg)
 	while (!H.stop) {
 		beat(nm);
 		/* read each time: a reconfiguration may change SuspectTime */
-		deadline_after(storm_conf_beat_us(&nm->conf), &ts);
+		nm_deadline_after_us(storm_conf_beat_us(&nm->conf), &ts);
 		while (!H.stop &&
 		       pthread_cond_timedwait(&H.wake, &H.lock, &ts) != ETIMEDOUT)
 			;
@@ -166,14 +156,11 @@ static void *heartbeat_thread(void *arg)
 
 static int heartbeat_init(nm_t *nm)
 {
-	pthread_condattr_t ca;
 	int rc;
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_destroy(&H.wake);
-	pthread_cond_init(&H.wake, &ca);
-	pthread_condattr_destroy(&ca);
+	if ((rc = nm_cond_init_monotonic(&H.wake)))
+		return -rc;
 	/* a restarted node manager starts elsewhere than where it left */
 	H.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
 	H.stop = false;

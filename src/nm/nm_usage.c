@@ -22,6 +22,7 @@
 
 #include "nm_cg_usage.h"
 #include "nm_gang.h"
+#include "nm_deadline.h"
 #include "nm_usage.h"
 
 /* The gang lock is busy during a switch: a few tries, a little apart. */
@@ -161,13 +162,7 @@ static void *usage_thread(void *arg)
 		pthread_mutex_unlock(&U.lock);
 		report(nm);
 		pthread_mutex_lock(&U.lock);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += NM_USAGE_MS / 1000;
-		ts.tv_nsec += (long) (NM_USAGE_MS % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		nm_deadline_after_us((uint64_t) NM_USAGE_MS * 1000, &ts);
 		while (!U.stop &&
 		       pthread_cond_timedwait(&U.wake, &U.lock, &ts) != ETIMEDOUT)
 			;
@@ -178,14 +173,11 @@ static void *usage_thread(void *arg)
 
 static int usage_init(nm_t *nm)
 {
-	pthread_condattr_t ca;
 	int rc;
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_destroy(&U.wake);
-	pthread_cond_init(&U.wake, &ca);
-	pthread_condattr_destroy(&ca);
+	if ((rc = nm_cond_init_monotonic(&U.wake)))
+		return -rc;
 	U.stop = false;
 	U.nseen = 0;
 	rc = pthread_create(&U.tid, NULL, usage_thread, nm);

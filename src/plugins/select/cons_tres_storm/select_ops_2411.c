@@ -129,38 +129,6 @@ _Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
 	       sizeof(select_ops_t) / sizeof(void *),
 	       "base_syms must name every select_ops_t member");
 
-extern int init(void)
-{
-	char err[4096];
-
-	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
-			    "select_cons_tres", base_syms, (void **) &base,
-			    sizeof(base_syms) / sizeof(base_syms[0]),
-			    err, sizeof(err))) {
-		error("%s: cannot wrap select/cons_tres: %s", plugin_type, err);
-		return SLURM_ERROR;
-	}
-	return storm_select_init(base_lib.path);
-}
-
-extern int fini(void)
-{
-	/* slurmctld loads cons_tres itself too: let Slurm run its fini(). */
-	storm_wrap_close(&base_lib, false);
-	storm_select_fini();
-	return SLURM_SUCCESS;
-}
-
-extern int select_p_state_save(char *dir_name)
-{
-	return base.state_save(dir_name);
-}
-
-extern int select_p_state_restore(char *dir_name)
-{
-	return base.state_restore(dir_name);
-}
-
 extern int select_p_job_init(list_t *job_list)
 {
 	storm_select_jobs_restored(job_list);
