@@ -385,8 +385,8 @@ class Cluster:
     def _without_keys_of(lines, extra):
         """lines less those whose key a line of extra sets again (the stock
         gang baseline's PreemptMode=GANG): Slurm takes the last value of a
-        key given twice but logs "specified more than once" as an error in
-        its daemons."""
+        key given twice but logs "specified more than once" as an error (22.05
+        in every daemon and command, 24.11 in its daemons)."""
         keys = {ln.split("=", 1)[0].strip().lower() for ln in extra.splitlines()
                 if "=" in ln and " " not in ln.split("=", 1)[0].strip()}
         return [ln for ln in lines if ln.split("=", 1)[0].lower() not in keys]
