@@ -105,14 +105,12 @@ def cluster_slurm_version(c):
     def out(argv):
         return c.run(argv).stdout
 
-    m = re.search(r"slurm (\S+)", out(["scontrol", "--version"]))
-    cmd = m.group(1) if m else None
-    m = re.search(r"^SLURM_VERSION\s*=\s*(\S+)", out(["scontrol", "show", "config"]), re.M)
-    ctld = m.group(1) if m else None
-    nodes = sorted(set(re.findall(r"\bVersion=(\S+)", out(["scontrol", "-o", "show", "node"]))))
-    got = {"scontrol": cmd, "slurmctld": ctld, "slurmd": nodes}
+    got = parse_slurm_versions(out(["scontrol", "--version"]),
+                               out(["scontrol", "show", "config"]),
+                               out(["scontrol", "-o", "show", "node"]))
+    cmd, ctld, nodes = got["scontrol"], got["slurmctld"], got["slurmd"]
     every = {cmd, ctld} | set(nodes)
-    if None in every or len(every) != 1:
+    if None in every or not nodes or len(every) != 1:
         raise SystemExit("%s: the cluster's Slurm versions disagree or are unreadable: %s"
                          % (os.path.basename(sys.argv[0]), json.dumps(got)))
     series = slurm_series()
@@ -120,6 +118,19 @@ def cluster_slurm_version(c):
         raise SystemExit("%s: STORM_SLURM=%s but the cluster runs Slurm %s"
                          % (os.path.basename(sys.argv[0]), series, cmd))
     return got
+
+
+def parse_slurm_versions(version_out, config_out, nodes_out):
+    """{"scontrol", "slurmctld", "slurmd"} from the output of `scontrol
+    --version` ("slurm 24.11.5"; Debian's packages print "slurm-wlm
+    22.05.8"), `scontrol show config` and `scontrol -o show node`; None
+    (or []) for what the output does not hold."""
+    m = re.search(r"^slurm\S* (\d\S*)", version_out, re.M)
+    cmd = m.group(1) if m else None
+    m = re.search(r"^SLURM_VERSION\s*=\s*(\S+)", config_out, re.M)
+    ctld = m.group(1) if m else None
+    nodes = sorted(set(re.findall(r"\bVersion=(\S+)", nodes_out)))
+    return {"scontrol": cmd, "slurmctld": ctld, "slurmd": nodes}
 
 
 def note_slurm_version(c):

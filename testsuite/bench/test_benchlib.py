@@ -46,3 +46,26 @@ def test_extra_conf_without_base_keys_removes_nothing():
     # a node or partition line's words are not keys of the base lines
     assert storm_cluster.Cluster._without_keys_of(
         base, "NodeName=n9 MinJobAge=1 CPUs=2") == base
+
+
+CONFIG = ("Configuration data as of 2026-11-26T09:00:00\n"
+          "SLURM_CONF              = /tmp/c/etc/slurm.conf\n"
+          "SLURM_VERSION           = %s\n"
+          "SrunEpilog              = (null)\n")
+NODES = ("NodeName=node1 Arch=x86_64 CoresPerSocket=1 Version=%s OS=Linux\n"
+         "NodeName=node2 Arch=x86_64 CoresPerSocket=1 Version=%s OS=Linux\n")
+
+
+def test_versions_of_debians_2205_and_of_2411():
+    # what the two versions' scontrol print (Debian names its package)
+    for out, v in (("slurm-wlm 22.05.8\n", "22.05.8"), ("slurm 24.11.5\n", "24.11.5")):
+        got = bl.parse_slurm_versions(out, CONFIG % v, NODES % (v, v))
+        assert got == {"scontrol": v, "slurmctld": v, "slurmd": [v]}
+
+
+def test_versions_keep_a_mismatch_and_what_is_missing():
+    got = bl.parse_slurm_versions("slurm 24.11.5\n", CONFIG % "24.11.5",
+                                  NODES % ("24.11.5", "22.05.8"))
+    assert got["slurmd"] == ["22.05.8", "24.11.5"]
+    assert bl.parse_slurm_versions("", "", "") == {"scontrol": None, "slurmctld": None,
+                                                   "slurmd": []}
