@@ -1,6 +1,7 @@
-"""What every benchmark under testsuite/bench shares: output, run metadata,
-JSON files, the matplotlib skeleton, CPU sampling, the built benchmark
-programs and the stopping of clusters on a signal.
+"""What every benchmark under testsuite/bench shares: output, run metadata
+(the Slurm version the clusters ran), JSON files, the matplotlib skeleton,
+CPU sampling, the built benchmark programs and the stopping of clusters on
+a signal.
 
 A script in a subdirectory imports it with
 
@@ -10,6 +11,7 @@ A script in a subdirectory imports it with
 import datetime
 import json
 import os
+import re
 import shlex
 import socket
 import sys
@@ -51,15 +53,102 @@ def command_line():
                     [os.path.relpath(os.path.abspath(sys.argv[0]), TOP)] + sys.argv[1:])
 
 
-def builddir():
-    """Where `make` built the tree: STORM_BUILDDIR, else the source tree."""
-    return os.path.abspath(os.environ.get("STORM_BUILDDIR", TOP))
-
-
 def use_harness():
     """Make testsuite/harness importable (storm_cluster, storm_gang, ...)."""
     if HARNESS not in sys.path:
         sys.path.insert(0, HARNESS)
+
+
+def builddir():
+    """Where `make` built the tree for the Slurm the harness runs
+    (STORM_SLURM): STORM_BUILDDIR, else the harness's default (the source
+    tree for 22.05, build-24.11 for 24.11), so that a benchmark never
+    loads plugins built for another Slurm."""
+    use_harness()
+    import storm_cluster
+    return os.path.abspath(os.environ.get("STORM_BUILDDIR", storm_cluster.DEFAULT_BUILDDIR))
+
+
+# --------------------------------------------------------- Slurm version
+
+DEFAULT_SLURM = "22.05"
+_SLURM_SEEN = {}
+
+
+def slurm_series():
+    """The Slurm the harness runs ("22.05" or "24.11", from STORM_SLURM)."""
+    use_harness()
+    import storm_cluster
+    return storm_cluster.SLURM_VERSION
+
+
+def versioned(name):
+    """A result file's name for this Slurm: as given for the default
+    (22.05), with "-24.11" before the extension otherwise, so that a run
+    on one version never overwrites another's (gang.json ->
+    gang-24.11.json)."""
+    series = slurm_series()
+    if series == DEFAULT_SLURM:
+        return name
+    stem, ext = os.path.splitext(name)
+    return "%s-%s%s" % (stem, series, ext)
+
+
+def cluster_slurm_version(c):
+    """The versions cluster c really runs, read from its commands and
+    daemons, not from STORM_SLURM: {"scontrol": `scontrol --version`,
+    "slurmctld": the controller's SLURM_VERSION (scontrol show config),
+    "slurmd": the nodes' registered versions}.  A cluster whose parts
+    disagree, or that is not the series the harness was asked for, is a
+    setup error: SystemExit, so no figure is filed under the wrong
+    version."""
+    def out(argv):
+        return c.run(argv).stdout
+
+    got = parse_slurm_versions(out(["scontrol", "--version"]),
+                               out(["scontrol", "show", "config"]),
+                               out(["scontrol", "-o", "show", "node"]))
+    cmd, ctld, nodes = got["scontrol"], got["slurmctld"], got["slurmd"]
+    every = {cmd, ctld} | set(nodes)
+    if None in every or not nodes or len(every) != 1:
+        raise SystemExit("%s: the cluster's Slurm versions disagree or are unreadable: %s"
+                         % (os.path.basename(sys.argv[0]), json.dumps(got)))
+    series = slurm_series()
+    if not cmd.startswith(series + "."):
+        raise SystemExit("%s: STORM_SLURM=%s but the cluster runs Slurm %s"
+                         % (os.path.basename(sys.argv[0]), series, cmd))
+    return got
+
+
+def parse_slurm_versions(version_out, config_out, nodes_out):
+    """{"scontrol", "slurmctld", "slurmd"} from the output of `scontrol
+    --version` ("slurm 24.11.5"; Debian's packages print "slurm-wlm
+    22.05.8"), `scontrol show config` and `scontrol -o show node`; None
+    (or []) for what the output does not hold."""
+    m = re.search(r"^slurm\S* (\d\S*)", version_out, re.M)
+    cmd = m.group(1) if m else None
+    m = re.search(r"^SLURM_VERSION\s*=\s*(\S+)", config_out, re.M)
+    ctld = m.group(1) if m else None
+    nodes = sorted(set(re.findall(r"\bVersion=(\S+)", nodes_out)))
+    return {"scontrol": cmd, "slurmctld": ctld, "slurmd": nodes}
+
+
+def note_slurm_version(c):
+    """Read cluster c's versions (cluster_slurm_version) and remember
+    them for slurm_version_seen(); every cluster of a run must agree."""
+    got = cluster_slurm_version(c)
+    if _SLURM_SEEN and _SLURM_SEEN != got:
+        raise SystemExit("%s: clusters of one run disagree on Slurm's version: %s, %s"
+                         % (os.path.basename(sys.argv[0]), json.dumps(_SLURM_SEEN),
+                            json.dumps(got)))
+    _SLURM_SEEN.update(got)
+    return got["scontrol"]
+
+
+def slurm_version_seen():
+    """(version, {part: version}) of the clusters this run started and
+    noted, or (None, {}) before any."""
+    return _SLURM_SEEN.get("scontrol"), dict(_SLURM_SEEN)
 
 
 # ------------------------------------------------------------ JSON files

@@ -348,6 +348,7 @@ class Cluster:
             lines += ["SelectType=select/cons_tres", "SchedulerType=sched/backfill",
                       "PlugStackConfig=%s" % self.path("etc", "plugstack.conf")]
         lines.append("PluginDir=%s" % plugindir)
+        lines = self._without_keys_of(lines, self.extra_conf)
         if self.net:
             lines += ["NodeName=%s NodeHostname=%s NodeAddr=%s Port=%d CPUs=%d "
                       "RealMemory=%d" % (n, self.hostname, self.net.addrs[n],
@@ -379,6 +380,16 @@ class Cluster:
         self.write_storm_conf(self.base_storm_conf() + self.storm_conf_text)
         self.env = dict(slurm_env(), SLURM_CONF=self.conf,
                         STORM_CONF=self.path("etc", "storm.conf"))
+
+    @staticmethod
+    def _without_keys_of(lines, extra):
+        """lines less those whose key a line of extra sets again (the stock
+        gang baseline's PreemptMode=GANG): Slurm takes the last value of a
+        key given twice but logs "specified more than once" as an error (22.05
+        in every daemon and command, 24.11 in its daemons)."""
+        keys = {ln.split("=", 1)[0].strip().lower() for ln in extra.splitlines()
+                if "=" in ln and " " not in ln.split("=", 1)[0].strip()}
+        return [ln for ln in lines if ln.split("=", 1)[0].lower() not in keys]
 
     def base_storm_conf(self):
         """What every test cluster's storm.conf starts with: this cluster's

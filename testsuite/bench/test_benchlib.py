@@ -1,0 +1,71 @@
+"""Unit tests of benchlib's and the harness's pure parts (no cluster): the
+result file names per Slurm version and the slurm.conf lines a cluster's
+extra_conf replaces.  python3 -m pytest testsuite/bench/test_benchlib.py"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import benchlib as bl  # noqa: E402
+
+bl.use_harness()
+import storm_cluster  # noqa: E402
+
+
+def test_default_version_keeps_the_name(monkeypatch):
+    monkeypatch.setattr(storm_cluster, "SLURM_VERSION", "22.05")
+    assert bl.versioned("gang.json") == "gang.json"
+    assert bl.versioned("launch-netns.json") == "launch-netns.json"
+
+
+def test_other_version_is_added_before_the_extension(monkeypatch):
+    monkeypatch.setattr(storm_cluster, "SLURM_VERSION", "24.11")
+    assert bl.versioned("gang.json") == "gang-24.11.json"
+    assert bl.versioned("launch-versions.json") == "launch-versions-24.11.json"
+    assert bl.png_beside(bl.versioned("gang.json")) == "gang-24.11.png"
+
+
+def test_builddir_follows_the_slurm_version(monkeypatch):
+    monkeypatch.delenv("STORM_BUILDDIR", raising=False)
+    monkeypatch.setattr(storm_cluster, "DEFAULT_BUILDDIR", "/x/build-24.11")
+    assert bl.builddir() == "/x/build-24.11"
+    monkeypatch.setenv("STORM_BUILDDIR", "/y")
+    assert bl.builddir() == "/y"
+
+
+def test_extra_conf_replaces_a_base_key_once():
+    base = ["PreemptMode=OFF", "PreemptType=preempt/none", "MinJobAge=60"]
+    got = storm_cluster.Cluster._without_keys_of(
+        base, "PreemptMode=GANG\nSchedulerTimeSlice=5")
+    assert got == ["PreemptType=preempt/none", "MinJobAge=60"]
+
+
+def test_extra_conf_without_base_keys_removes_nothing():
+    base = ["PreemptMode=OFF", "MinJobAge=60"]
+    assert storm_cluster.Cluster._without_keys_of(base, "") == base
+    # a node or partition line's words are not keys of the base lines
+    assert storm_cluster.Cluster._without_keys_of(
+        base, "NodeName=n9 MinJobAge=1 CPUs=2") == base
+
+
+CONFIG = ("Configuration data as of 2026-11-26T09:00:00\n"
+          "SLURM_CONF              = /tmp/c/etc/slurm.conf\n"
+          "SLURM_VERSION           = %s\n"
+          "SrunEpilog              = (null)\n")
+NODES = ("NodeName=node1 Arch=x86_64 CoresPerSocket=1 Version=%s OS=Linux\n"
+         "NodeName=node2 Arch=x86_64 CoresPerSocket=1 Version=%s OS=Linux\n")
+
+
+def test_versions_of_debians_2205_and_of_2411():
+    # what the two versions' scontrol print (Debian names its package)
+    for out, v in (("slurm-wlm 22.05.8\n", "22.05.8"), ("slurm 24.11.5\n", "24.11.5")):
+        got = bl.parse_slurm_versions(out, CONFIG % v, NODES % (v, v))
+        assert got == {"scontrol": v, "slurmctld": v, "slurmd": [v]}
+
+
+def test_versions_keep_a_mismatch_and_what_is_missing():
+    got = bl.parse_slurm_versions("slurm 24.11.5\n", CONFIG % "24.11.5",
+                                  NODES % ("24.11.5", "22.05.8"))
+    assert got["slurmd"] == ["22.05.8", "24.11.5"]
+    assert bl.parse_slurm_versions("", "", "") == {"scontrol": None, "slurmctld": None,
+                                                   "slurmd": []}
