@@ -6,6 +6,7 @@ with many broadcasts in flight through a node does not keep another's out."""
 import os
 import pwd
 import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -66,7 +67,7 @@ def test_idle_and_dripping_connections_hold_nothing(cluster):
     attacker = subprocess.Popen(
         ["runuser", "-u", "nobody", "--", "python3", f.name, "127.0.0.1",
          str(bcast_port(cluster, node)), "64"],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert attacker.stdout.readline().strip() == "open"
         script = os.path.join(share_dir(cluster), "door_under_attack.sh")
@@ -79,7 +80,8 @@ def test_idle_and_dripping_connections_hold_nothing(cluster):
             run_bcast(cluster, 8, script, digest, extra=["-w", "node[1-8]"])
         assert attacker.poll() is None, "the attacker's connections should stay up"
     finally:
-        attacker.kill()
+        # runuser stays the parent of the attacker: end its whole group
+        os.killpg(attacker.pid, signal.SIGKILL)
         attacker.wait()
         os.unlink(f.name)
     assert nm_pid(cluster, node) == pid
