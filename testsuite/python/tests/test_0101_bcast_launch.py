@@ -368,8 +368,13 @@ def test_other_user_cannot_read_the_copies(cluster):
             r = subprocess.run(["runuser", "-u", "nobody", "--", "ls",
                                 os.path.dirname(f)], capture_output=True, text=True)
             assert r.returncode != 0
-        with open(out) as f:
-            assert {l.split()[1] for l in f if l.strip()} == {digest}
+        # the copies are in place before the tasks have run: their
+        # checksums reach the output a moment later
+        def sums():
+            with open(out) as f:
+                return [l.split()[1] for l in f if l.strip()]
+        poll(lambda: len(sums()) >= 2, 60, 0.5)
+        assert set(sums()) == {digest}, sums()
     wait_no_files(cluster)
 
 
