@@ -63,13 +63,13 @@ def test_slurmctld_keeps_last_good_config_on_reconfigure(cluster, text, line, wh
         # test is about storm.conf, not about a reconfigure racing a job's
         # end (a node can stay "completing" for over a minute after one: a
         # lost TERMINATE_JOB is re-sent only after KillWait + 2 *
-        # MessageTimeout, on Slurm's 60 s purge cycle).
-        cluster.wait_idle()
+        # MessageTimeout, on Slurm's 60 s purge cycle: so wait past it).
+        cluster.wait_idle(timeout=150)
     finally:
         cluster.write_storm_conf(good)
         cluster.run(["scontrol", "reconfigure"])
     _wait_log(cluster.log(), r"sched/storm: reconfigure: loaded ", start=start)
-    cluster.wait_idle()
+    cluster.wait_idle(timeout=150)
 
 
 def test_slurmd_with_bad_config_reports_and_keeps_running(cluster):
