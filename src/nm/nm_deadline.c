@@ -2,6 +2,8 @@
  * nm_deadline.c - nm_deadline.h: monotonic deadlines and condition
  * variables.
  */
+#include <errno.h>
+
 #include "nm_deadline.h"
 
 extern void nm_deadline_after_us(uint64_t us, struct timespec *ts)
@@ -13,6 +15,16 @@ extern void nm_deadline_after_us(uint64_t us, struct timespec *ts)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
+}
+
+extern void nm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
+				   const bool *stop, uint64_t us)
+{
+	struct timespec ts;
+
+	nm_deadline_after_us(us, &ts);
+	while (!*stop && pthread_cond_timedwait(cond, lock, &ts) != ETIMEDOUT)
+		;
 }
 
 extern int nm_cond_init_monotonic(pthread_cond_t *cond)

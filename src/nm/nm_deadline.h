@@ -7,12 +7,19 @@
 #define STORM_NM_DEADLINE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
 /* *ts = now (CLOCK_MONOTONIC) + us, for pthread_cond_timedwait() on a
  * condition variable from nm_cond_init_monotonic(). */
 extern void nm_deadline_after_us(uint64_t us, struct timespec *ts);
+
+/* With `lock` held: wait `us` on `cond` (from nm_cond_init_monotonic()),
+ * returning early once *stop is set (by a thread that sets it under
+ * `lock` and signals `cond`); spurious wake-ups wait on. */
+extern void nm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
+				   const bool *stop, uint64_t us);
 
 /* pthread_cond_init() on CLOCK_MONOTONIC; 0 or a positive errno. */
 extern int nm_cond_init_monotonic(pthread_cond_t *cond);

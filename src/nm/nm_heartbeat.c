@@ -136,7 +136,6 @@ static void *heartbeat_thread(void *arg)
 {
 	nm_t *nm = arg;
 	struct sched_param sp = { .sched_priority = NM_HEARTBEAT_RT_PRIO };
-	struct timespec ts;
 
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		nm_info("heartbeat: no SCHED_FIFO (%s): under load a live node may look silent to the machine manager",
@@ -145,10 +144,8 @@ static void *heartbeat_thread(void *arg)
 	while (!H.stop) {
 		beat(nm);
 		/* read each time: a reconfiguration may change SuspectTime */
-		nm_deadline_after_us(storm_conf_beat_us(&nm->conf), &ts);
-		while (!H.stop &&
-		       pthread_cond_timedwait(&H.wake, &H.lock, &ts) != ETIMEDOUT)
-			;
+		nm_wait_unless_stopped(&H.wake, &H.lock, &H.stop,
+				       storm_conf_beat_us(&nm->conf));
 	}
 	pthread_mutex_unlock(&H.lock);
 	return NULL;

@@ -153,7 +153,6 @@ static void *usage_thread(void *arg)
 {
 	nm_t *nm = arg;
 	struct sched_param sp = { .sched_priority = 0 };
-	struct timespec ts;
 
 	/* file reads: never in the real-time class, whatever started us */
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
@@ -162,10 +161,8 @@ static void *usage_thread(void *arg)
 		pthread_mutex_unlock(&U.lock);
 		report(nm);
 		pthread_mutex_lock(&U.lock);
-		nm_deadline_after_us((uint64_t) NM_USAGE_MS * 1000, &ts);
-		while (!U.stop &&
-		       pthread_cond_timedwait(&U.wake, &U.lock, &ts) != ETIMEDOUT)
-			;
+		nm_wait_unless_stopped(&U.wake, &U.lock, &U.stop,
+				       (uint64_t) NM_USAGE_MS * 1000);
 	}
 	pthread_mutex_unlock(&U.lock);
 	return NULL;
