@@ -26,6 +26,7 @@ import socket
 import subprocess
 import time
 
+import storm_hostlock
 from storm_netns import HEAD, Network
 from storm_wait import Deadline, poll, wait_for
 
@@ -105,19 +106,54 @@ def _port_free(port):
     return True
 
 
+def hold_port_base(base, span):
+    """The fd of a host-wide lock on the range at `base` if it is free and
+    nobody holds it, else None.  A range is free here long before its
+    cluster binds it: the lock keeps a cluster of another process (a suite
+    running side by side) from taking it meanwhile."""
+    fd = storm_hostlock.try_hold("ports-%d" % base)
+    if fd is not None and not all(_port_free(base + k) for k in range(span)):
+        os.close(fd)
+        fd = None
+    return fd
+
+
+def _ephemeral_low():
+    """The lowest port the kernel hands out to connect() (32768 by default)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def pick_port_base(span, seed):
-    """A base port with `span` free ports above it; seeded so that clusters
-    in different directories (parallel sessions) start at different places."""
-    start = 20000 + (int(hashlib.sha1(seed.encode()).hexdigest(), 16) % 400) * 100
-    for i in range(400):
-        base = 20000 + (start - 20000 + i * 100) % 40000
-        if all(_port_free(base + k) for k in range(span)):
-            return base
+    """(base, lock fd): a base port with `span` free ports above it, held
+    by the lock (hold_port_base) until the fd is closed; seeded so that
+    clusters in different directories start at different places.  The
+    range lies below the ephemeral ports: there any connection's local end
+    (the fabric's, srun's) can take a port of a range picked while it was
+    free, and a daemon started later fails to listen on it."""
+    lo, top = 10000, _ephemeral_low() - span
+    slots = (top - lo) // 100 + 1
+    if slots < 1:
+        raise ClusterError("no room for %d ports below the ephemeral range" % span)
+    start = int(hashlib.sha1(seed.encode()).hexdigest(), 16) % slots
+    for i in range(slots):
+        base = lo + (start + i) % slots * 100
+        fd = hold_port_base(base, span)
+        if fd is not None:
+            return base, fd
     raise ClusterError("no free range of %d ports on 127.0.0.1" % span)
 
 
 def ensure_munge():
     """Start munged if none answers; create a key if the host has none."""
+    with storm_hostlock.exclusive("munge"):
+        return _ensure_munge()
+
+
+def _ensure_munge():
     def works():
         try:
             enc = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
@@ -207,6 +243,7 @@ class Cluster:
         self.procs = {}          # name -> Popen
         self.node_ns = {}        # node name -> mount namespace inodes, oldest first
         self.port_base = None
+        self.port_lock = None    # fd holding port_base's range (hold_port_base)
         self.env = None
         self.node_env = dict(node_env or {})
         self.net = (Network(self.dir, self.node_names(), link_mbit)
@@ -300,10 +337,14 @@ class Cluster:
             ctld_port = self.NETNS_PORTS["ctld"]
             ctld_addr = self.net.addrs[HEAD]
         else:
-            if self.port_base is None:
-                # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
-                # +65: the machine manager; +66..: node managers (BcastPort)
-                self.port_base = pick_port_base(66 + self.nodes, self.dir)
+            # base: slurmctld; +1..: slurmds; +33..: node managers (fabric);
+            # +65: the machine manager; +66..: node managers (BcastPort)
+            span = 66 + self.nodes
+            if self.port_base is not None and self.port_lock is None:
+                # a restart keeps its ports unless someone took them meanwhile
+                self.port_lock = hold_port_base(self.port_base, span)
+            if self.port_lock is None:
+                self.port_base, self.port_lock = pick_port_base(span, self.dir)
             ctld_port, ctld_addr = self.port_base, "127.0.0.1"
             d_lo, d_hi = self.port_base + 1, self.port_base + self.nodes
             self.nm_port_lo = self.port_base + 33
@@ -795,6 +836,9 @@ class Cluster:
         self._unmount_locals()
         if self.net:
             self.net.destroy()
+        if self.port_lock is not None:
+            os.close(self.port_lock)
+            self.port_lock = None
 
     def oom_kills(self, node):
         """OOM kills in the node's memory cgroup so far (node_mem_mb)."""

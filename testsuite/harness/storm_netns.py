@@ -23,6 +23,8 @@ import ipaddress
 import os
 import subprocess
 
+import storm_hostlock
+
 NETNS_DIR = "/run/netns"
 # tbf needs a bucket of at least one GSO segment (veth sends up to 64 KiB):
 # with a smaller burst it cuts every segment to MTU size and the host's CPU,
@@ -108,21 +110,25 @@ class Network:
         """Build the switch and every link; undone by destroy(), also after
         a failure half-way."""
         self.destroy()          # an earlier run's, killed before its teardown
-        self.subnet = self._pick_subnet()
-        hosts = list(self.subnet.hosts())
-        self.addrs = {n: str(hosts[i]) for i, n in enumerate(self.nodes)}
-        self.addrs[HEAD] = str(hosts[253])
-        try:
-            _ip("link", "add", self.bridge, "type", "bridge")
-            # no STP delay: a port forwards as soon as it is up
-            _ip("link", "set", self.bridge, "type", "bridge", "forward_delay", "0",
-                "stp_state", "0")
-            _ip("link", "set", self.bridge, "up")
-            for h in self.hosts():
-                self._add_host(h)
-        except Exception:
-            self.destroy()
-            raise
+        # a /24 counts as used once an address is on it: pick and address
+        # under one host-wide lock, or a cluster of another process starting
+        # at the same time could pick the same one
+        with storm_hostlock.exclusive("netns-subnets"):
+            self.subnet = self._pick_subnet()
+            hosts = list(self.subnet.hosts())
+            self.addrs = {n: str(hosts[i]) for i, n in enumerate(self.nodes)}
+            self.addrs[HEAD] = str(hosts[253])
+            try:
+                _ip("link", "add", self.bridge, "type", "bridge")
+                # no STP delay: a port forwards as soon as it is up
+                _ip("link", "set", self.bridge, "type", "bridge", "forward_delay",
+                    "0", "stp_state", "0")
+                _ip("link", "set", self.bridge, "up")
+                for h in self.hosts():
+                    self._add_host(h)
+            except Exception:
+                self.destroy()
+                raise
         return self
 
     def _add_host(self, host):

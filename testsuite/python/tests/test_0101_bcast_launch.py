@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import storm_hostlock
 from storm_jobs import jobs_cancelled, submitted
 from storm_wait import poll
 
@@ -315,8 +316,9 @@ def test_larger_than_a_nodes_ram_disk(cluster):
 
 
 def ensure_user(name):
-    if subprocess.run(["id", name], capture_output=True).returncode:
-        subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True)
+    with storm_hostlock.exclusive("users"):
+        if subprocess.run(["id", name], capture_output=True).returncode:
+            subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True)
     out = subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True)
     return int(out.stdout)
 

@@ -31,12 +31,12 @@ def gang_long(make_gang_cluster):
     return make_gang_cluster("gangstepd", 2, "Timeslice=20s\nMaxMPL=2\nFailSafe=60s\n")
 
 
-def _stepds(jobid):
-    """{pid: "J.S"} of the slurmstepds of a job (their command lines)."""
+def _stepds(c, jobid):
+    """{pid: "J.S"} of the slurmstepds of a job of cluster c (their command
+    lines; job ids repeat across clusters, and another suite's run beside
+    this one)."""
     out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    for d in (p for n in c.node_names() for p in c.ns_pids(n)):
         try:
             with open("/proc/%s/cmdline" % d, "rb") as f:
                 cmd = f.read().decode(errors="replace")
@@ -150,7 +150,7 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
         _wait_frozen(c, fz, "node1")
 
         # the job's tasks are frozen, its stepds are not
-        stepds = {p: s for p, s in _stepds(fz).items()
+        stepds = {p: s for p, s in _stepds(c, fz).items()
                   if _is_main_stepd(p, fz)}
         assert {"%d.batch" % fz, "%d.0" % fz} <= set(stepds.values()), stepds
         for p, s in stepds.items():
@@ -177,7 +177,7 @@ def test_stepds_of_a_frozen_job_answer(gang_long):
              "-n1", "sleep", "300"], env=c.env, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
         g.wait_for(lambda: any(s == "%d.1" % fz and _is_main_stepd(p, fz)
-                               for p, s in _stepds(fz).items()),
+                               for p, s in _stepds(c, fz).items()),
                    30, "step %d.1's slurmstepd" % fz)
         step1 = os.path.join(c.cgroup_root("freezer"), "slurm_node1", "uid_0",
                              "job_%d" % fz, "step_1", "freezer.state")
