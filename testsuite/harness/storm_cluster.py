@@ -689,19 +689,12 @@ class Cluster:
         return info
 
     def storm_pend_reason(self, jobid):
-        """STORM's reason for a pending job ("PENDING <reason>"), or None:
-        squeue's reason where Slurm keeps a select plugin's (22.05); 24.11
-        resets every reason after a failed selection, so there slurmctld's
-        log says it (src/plugins/compat/compat_2411.c)."""
+        """STORM's reason for a pending job as squeue shows it ("PENDING
+        <reason>"), or None.  On 24.11 Slurm resets it after each failed
+        selection and the select plugin puts it back a moment later
+        (src/plugins/compat/pend_reasons_2411.c): callers poll."""
         r = self.run(["squeue", "-h", "-j", str(jobid), "-o", "%T %R"]).stdout.strip()
-        if not r.startswith("PENDING"):
-            return None
-        if SLURM_VERSION == "22.05":
-            return r if "STORM_" in r else None
-        with open(self.log()) as f:
-            said = re.findall(r"select/cons_tres_storm: JobId=%d pends: (\S+)" % int(jobid),
-                              f.read())
-        return "PENDING " + said[-1] if said else None
+        return r if r.startswith("PENDING") and "STORM_" in r else None
 
     def pid(self, name):
         """PID of a daemon this cluster started ("slurmctld", "slurmd-node1")."""

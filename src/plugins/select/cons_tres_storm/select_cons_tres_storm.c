@@ -29,6 +29,7 @@
 
 #include "src/common/storm_conf.h"
 #include "src/plugins/compat/compat.h"
+#include "src/plugins/compat/pend_reasons.h"
 #include "select_storm.h"
 
 const char plugin_name[] = "STORM co-scheduling selection (wraps cons_tres)";
@@ -206,7 +207,7 @@ static void _pend_reason(job_record_t *job_ptr, const char *fmt, ...)
 	rc = vasprintf(&text, fmt, ap);
 	va_end(ap);
 	if (rc >= 0) {
-		storm_compat_set_pend_reason(job_ptr, text);
+		storm_pend_reason_set(job_ptr, text);
 		free(text);
 	}
 }
@@ -290,11 +291,12 @@ extern int storm_select_init(const char *base_path)
 	verbose("%s: init: wrapping %s (plugin_id=%u)", plugin_type,
 		base_path, plugin_id);
 	_load_conf("init");
-	return SLURM_SUCCESS;
+	return storm_pend_reasons_start();
 }
 
 extern void storm_select_fini(void)
 {
+	storm_pend_reasons_stop();
 	slurm_mutex_lock(&slot_lock);
 	while (nsjobs)
 		_track_del(sjobs[0].job_id);
@@ -336,7 +338,7 @@ extern int storm_select_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	mpl = _gang_mpl(job_ptr);
 	if (mpl) {
 		/* A reason we set earlier is re-derived on every attempt. */
-		storm_compat_clear_pend_reason(job_ptr);
+		storm_pend_reason_clear(job_ptr);
 		full_map = bit_alloc(bit_size(node_bitmap));
 		mem_map = bit_alloc(bit_size(node_bitmap));
 		need = _job_mem_mb(job_ptr);
