@@ -21,8 +21,13 @@
 #define MM_LISTENER_MIN_NS 1000000ULL
 #define MM_LISTENER_MAX_NS 50000000ULL
 /* Progress passes per tick: enough for every node's heartbeat and more,
- * bounded so that a flood of junk cannot hold this thread. */
+ * bounded so that a flood of junk cannot hold this thread.  After a stall
+ * everything queued in it must be taken in before anyone is judged, so
+ * the bound is higher then. */
 #define MM_LISTENER_PASSES 64
+#define MM_LISTENER_CATCH_UP_PASSES 4096
+/* Stalls are logged one line a second at most, with the count between. */
+#define MM_LISTENER_STALL_LOG_NS 1000000000ULL
 
 typedef struct mm_listener {
 	mm_t *mm;		/* ctx, nnodes, node_names, nodes: fixed while
@@ -32,6 +37,10 @@ typedef struct mm_listener {
 	uint64_t suspect_us;	/* SuspectTime (a change rejoins the fabric
 				 * and so restarts this thread) */
 	uint64_t tick_ns;
+	uint64_t stall_limit_ns;
+	uint64_t last_pass_ns;	/* end of the last pass */
+	uint64_t stall_logged_ns;
+	uint64_t stalls_unlogged;
 	int prio;		/* the thread's now: 0 normal */
 	bool prio_warned;
 	/* The thread's own: */
@@ -101,8 +110,18 @@ static void take_in(mm_listener_t *l, uint64_t now)
 	}
 }
 
-static void log_tick(const mm_listener_t *l, unsigned what)
+static void log_tick(mm_listener_t *l, unsigned what, uint64_t now)
 {
+	if (what & MM_SILENCE_STALL) {
+		l->stalls_unlogged++;
+		if (now - l->stall_logged_ns >= MM_LISTENER_STALL_LOG_NS) {
+			info("%s: heartbeat listener did not observe for %" PRIu64 " ms (this thread, slurmctld or the host stalled; %" PRIu64 " such stalls since the last line): every node's silence counts afresh",
+			     MM_PREFIX, l->silence.stall_ns / 1000000,
+			     l->stalls_unlogged);
+			l->stall_logged_ns = now;
+			l->stalls_unlogged = 0;
+		}
+	}
 	if (what & MM_SILENCE_NOBODY)
 		error("%s: no node manager heard for over half of SuspectTime=%" PRIu64 "us; draining none: the controller's host or link is the likelier fault",
 		      MM_PREFIX, l->suspect_us);
@@ -155,17 +174,26 @@ static void drain_due(mm_listener_t *l)
 /*
  * Progress first, so that a heartbeat that waited in a socket (nobody
  * drove the fabric meanwhile) is taken in before anyone is judged; its
- * silence then counts from now, a little short, never long.
+ * silence then counts from now, a little short, never long.  A pass that
+ * starts late (the time since the last one ended over the stall limit:
+ * the tick will restart every silence) drives progress until nothing is
+ * left, so that the restart comes after all that was queued.
  */
 static void listen_once(mm_listener_t *l)
 {
 	mm_t *mm = l->mm;
+	int passes = MM_LISTENER_PASSES;
+	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
 
-	for (int k = 0; k < MM_LISTENER_PASSES; k++)
+	if (l->last_pass_ns && now > l->last_pass_ns + l->stall_limit_ns)
+		passes = MM_LISTENER_CATCH_UP_PASSES;
+	for (int k = 0; k < passes; k++)
 		if (storm_progress(mm->ctx, 0) <= 0)
 			break;
 	take_in(l, mm_now_ns(CLOCK_MONOTONIC));
-	log_tick(l, mm_silence_tick(&l->silence, mm_now_ns(CLOCK_MONOTONIC)));
+	now = mm_now_ns(CLOCK_MONOTONIC);
+	log_tick(l, mm_silence_tick(&l->silence, now), now);
+	l->last_pass_ns = now;
 	publish(l);
 	drain_due(l);
 }
@@ -179,13 +207,11 @@ static void *listener_main(void *arg)
 	while (atomic_load(&l->run)) {
 		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
 
-		/* never catch up: a late tick is a stall, counted once */
+		/* never catch up: a late pass is a stall, handled once */
 		next += l->tick_ns;
 		if (next < now)
 			next = now;
 		sleep_until(next);
-		mm_silence_slept(&l->silence, next,
-				 mm_now_ns(CLOCK_MONOTONIC));
 		if (!atomic_load(&l->run))
 			break;
 		listen_once(l);
@@ -212,8 +238,10 @@ extern int mm_listener_start(mm_t *mm)
 	l->prio = -1;
 	l->beat_seen = xcalloc(mm->nnodes + 1, sizeof(uint64_t));
 	l->ack_seen = xcalloc(mm->nnodes + 1, sizeof(uint64_t));
-	if (mm_silence_init(&l->silence, mm->nnodes,
-			    l->suspect_us * 1000ULL)) {
+	l->stall_limit_ns = mm_silence_stall_ns(l->suspect_us * 1000ULL,
+						l->tick_ns);
+	if (mm_silence_init(&l->silence, mm->nnodes, l->suspect_us * 1000ULL,
+			    l->tick_ns)) {
 		error("%s: no memory for the heartbeat listener", MM_PREFIX);
 		free_listener(l);
 		return -1;

@@ -8,7 +8,10 @@
  * for a confirmation), and it takes slurmctld's locks at normal priority,
  * where a host busy with jobs runs it late; a heartbeat then waits in the
  * socket and the silence is counted from when it was taken in, not from
- * when it came.  The listener runs SCHED_FIFO (MM_LISTENER_PRIO), wakes
+ * when it came.  The listener can be held up too (slurmctld stopped, the
+ * host stalled, this thread blocked in the fabric's progress or on a
+ * lock): such a stall is nobody's silence, and every silence restarts
+ * after it (mm_silence.h).  The listener runs SCHED_FIFO (MM_LISTENER_PRIO), wakes
  * every mm_listener_tick_ns(), drives the fabric's progress itself (a
  * storm_progress() pass, thread-safe: stormmech has one lock per ctx and
  * wakes the MM thread if the pass finished what it waits for), and counts

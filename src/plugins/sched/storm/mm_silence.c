@@ -5,9 +5,24 @@
 
 #include "mm_silence.h"
 
-extern int mm_silence_init(mm_silence_t *s, int nnodes, uint64_t suspect_ns)
+#define MM_SILENCE_STALL_FLOOR_NS 20000000ULL
+
+extern uint64_t mm_silence_stall_ns(uint64_t suspect_ns, uint64_t tick_ns)
 {
-	*s = (mm_silence_t) { .suspect_ns = suspect_ns, .nnodes = nnodes };
+	uint64_t floor_ns = suspect_ns / 4 < MM_SILENCE_STALL_FLOOR_NS ?
+			    suspect_ns / 4 : MM_SILENCE_STALL_FLOOR_NS;
+
+	return 3 * tick_ns > floor_ns ? 3 * tick_ns : floor_ns;
+}
+
+extern int mm_silence_init(mm_silence_t *s, int nnodes, uint64_t suspect_ns,
+			   uint64_t tick_ns)
+{
+	*s = (mm_silence_t) {
+		.suspect_ns = suspect_ns,
+		.stall_limit_ns = mm_silence_stall_ns(suspect_ns, tick_ns),
+		.nnodes = nnodes,
+	};
 	if (nnodes <= 0)
 		return 0;
 	s->nodes = calloc((size_t) nnodes, sizeof(*s->nodes));
@@ -34,18 +49,28 @@ extern void mm_silence_heard(mm_silence_t *s, int i, uint64_t t)
 	n = &s->nodes[i];
 	if (n->heard_ns && t <= n->heard_ns)
 		return;
+	if (!n->heard_ns)
+		s->heard_nodes++;
 	n->heard_ns = t;
-	n->heard_new = true;
+	if (t > s->newest_ns)
+		s->newest_ns = t;
 }
 
 /*
- * A host or VM that stalled stopped the node managers' heartbeats too: a
- * node must not be drained for a silence that was the whole machine's.
+ * The time between two passes was not observed: what arrived in it was
+ * taken in only now, with the stamp of now, while a node whose beat is
+ * still on its way (its sender held up by the same stall, or the beat
+ * queued behind the others) would otherwise be charged the whole stall.
+ * So every silence restarts here; a node really dead is due SuspectTime
+ * later.
  */
-extern void mm_silence_slept(mm_silence_t *s, uint64_t due, uint64_t woke)
+static void restart(mm_silence_t *s, uint64_t now)
 {
-	if (woke > due + MM_SILENCE_STALL_NS)
-		s->stalled_ns += woke - due;
+	s->watch_from_ns = now;
+	for (int i = 0; i < s->nnodes; i++) {
+		s->nodes[i].silent_ns = 0;
+		s->nodes[i].quiet = false;
+	}
 }
 
 /*
@@ -55,22 +80,17 @@ extern void mm_silence_slept(mm_silence_t *s, uint64_t due, uint64_t woke)
  * machine would turn it into an outage of every job.  Half, not all of
  * SuspectTime: nodes fall silent at different points of their beat, and
  * the first must not be drained before the last is found silent too.
- * When somebody is heard again, every silence is forgiven, since the
- * others' heartbeats may be a moment behind the first one's (a node
- * really dead is drained SuspectTime later).
+ * When somebody is heard again, every silence restarts, since the others'
+ * heartbeats may be a moment behind the first one's.
  */
-static unsigned nobody_heard(mm_silence_t *s)
+static unsigned nobody_heard(mm_silence_t *s, uint64_t now)
 {
-	uint64_t half = s->suspect_ns / 2;
-	int heard = 0, recent = 0;
+	int recent = 0;
 
-	for (int i = 0; i < s->nnodes; i++) {
-		if (!s->nodes[i].heard_ns)
-			continue;
-		heard++;
-		recent += s->nodes[i].silent_ns <= half;
-	}
-	if (heard >= 2 && !recent) {
+	for (int i = 0; i < s->nnodes; i++)
+		recent += s->nodes[i].heard_ns &&
+			  s->nodes[i].silent_ns <= s->suspect_ns / 2;
+	if (s->heard_nodes >= 2 && !recent) {
 		bool was = s->all_silent;
 
 		s->all_silent = true;
@@ -79,44 +99,51 @@ static unsigned nobody_heard(mm_silence_t *s)
 	if (!s->all_silent)
 		return 0;
 	s->all_silent = false;
-	for (int i = 0; i < s->nnodes; i++) {
-		s->nodes[i].silent_ns = 0;
-		s->nodes[i].quiet = false;
-	}
+	restart(s, now);
 	return MM_SILENCE_FORGIVEN;
 }
 
-/*
- * Silence is counted tick by tick, less the time the caller overslept.
- * A node heard since the last tick is silent since it was heard.
- */
 extern unsigned mm_silence_tick(mm_silence_t *s, uint64_t now)
 {
-	uint64_t dt = s->last_tick_ns && now > s->last_tick_ns ?
-		      now - s->last_tick_ns : 0;
+	unsigned what = 0;
 
-	dt -= s->stalled_ns < dt ? s->stalled_ns : dt;
-	s->stalled_ns = 0;
-	s->last_tick_ns = now;
+	if (!s->last_tick_ns) {
+		s->watch_from_ns = now;
+	} else if (now > s->last_tick_ns + s->stall_limit_ns) {
+		s->stall_ns = now - s->last_tick_ns;
+		what |= MM_SILENCE_STALL;
+		restart(s, now);
+	}
+	if (now > s->last_tick_ns)
+		s->last_tick_ns = now;
 	for (int i = 0; i < s->nnodes; i++) {
 		mm_silence_node_t *n = &s->nodes[i];
+		uint64_t from = n->heard_ns > s->watch_from_ns ?
+				n->heard_ns : s->watch_from_ns;
 
 		if (!n->heard_ns)
 			continue;
-		if (n->heard_new) {
-			n->heard_new = false;
-			n->silent_ns = now > n->heard_ns ? now - n->heard_ns : 0;
-		} else {
-			n->silent_ns += dt;
-		}
+		n->silent_ns = s->last_tick_ns > from ?
+			       s->last_tick_ns - from : 0;
 		n->quiet = n->silent_ns > s->suspect_ns / 2;
 	}
-	return nobody_heard(s);
+	return what | nobody_heard(s, s->last_tick_ns);
 }
 
+/*
+ * Relative to the newest beat of any node: a node is due only when
+ * another was heard SuspectTime after it, so that a delay every node
+ * shares (the controller's receiving side) drains nobody.  With one node
+ * ever heard there is no one to compare with.
+ */
 extern bool mm_silence_due(const mm_silence_t *s, int i)
 {
-	return i >= 0 && i < s->nnodes && !s->all_silent &&
-	       s->nodes[i].heard_ns &&
-	       s->nodes[i].silent_ns > s->suspect_ns;
+	const mm_silence_node_t *n;
+
+	if (i < 0 || i >= s->nnodes || s->all_silent)
+		return false;
+	n = &s->nodes[i];
+	if (!n->heard_ns || n->silent_ns <= s->suspect_ns)
+		return false;
+	return s->heard_nodes < 2 || s->newest_ns > n->heard_ns + s->suspect_ns;
 }
