@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "sm_internal.h"
 
@@ -195,6 +196,10 @@ static int open_fabric(struct storm_ctx *ctx)
 	}
 	if (rc)
 		return rc;
+	/* a waiter asleep on the CQ fd is woken through it when another
+	 * thread's progress finished what it waits for (storm_progress()) */
+	if (ctx->cq_fd >= 0)
+		ctx->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	struct fi_av_attr ava = { .type = FI_AV_TABLE, .count = 256 };
 	rc = fi_av_open(ctx->domain, &ava, &ctx->av, NULL);
 	if (rc)
@@ -239,6 +244,7 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->cq_fd = ctx->kick_fd = -1;	/* storm_ctx_close() on any path */
 	ctx->cfg = *cfg_in;
 	storm_cfg_t *c = &ctx->cfg;
 	if (!c->provider) c->provider = def.provider;
@@ -335,6 +341,8 @@ void storm_ctx_close(storm_ctx_t *ctx)
 	if (!ctx)
 		return;
 	storm_ctx_stop_progress(ctx);
+	if (ctx->kick_fd >= 0)
+		close(ctx->kick_fd);
 	if (ctx->ep) fi_close(&ctx->ep->fid);
 	if (ctx->av) fi_close(&ctx->av->fid);
 	if (ctx->cq) fi_close(&ctx->cq->fid);

@@ -250,7 +250,9 @@ struct storm_ctx {
 	/* The progress thread sleeps long on the CQ fd only when nothing is
 	 * in flight (sm_quiet); an operation started by another thread then
 	 * wakes it through kick_fd (an eventfd), so its sends and timers are
-	 * progressed at once.  Both -1 without a progress thread. */
+	 * progressed at once; a waiter that drives progress itself is woken
+	 * the same way when another thread's storm_progress() finished its
+	 * operation.  -1 without a CQ fd (or without an eventfd). */
 	int kick_fd;
 	atomic_bool deep_sleep;
 	pthread_t pthr;
@@ -307,6 +309,8 @@ int  sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 
 /* sm_op bookkeeping (sm_xfer.c) */
 struct storm_op *sm_op_new(struct storm_ctx *ctx, int kind);
+/* wake a thread asleep on the CQ fd and kick_fd (deep_sleep) */
+void sm_kick_sleeper(struct storm_ctx *ctx);
 struct storm_op *sm_op_from_hdr(struct storm_ctx *ctx, int kind,
 				const struct sm_hdr *h, const struct sm_tree *t);
 struct storm_op *sm_op_find(struct storm_ctx *ctx, uint32_t root, uint64_t id,

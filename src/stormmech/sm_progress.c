@@ -315,6 +315,11 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
 	for (;;) {
 		pthread_mutex_lock(&ctx->lock);
 		int n = sm_progress_once(ctx);
+		/* another thread may be asleep on the CQ fd in a wait that
+		 * this pass just finished: the completions it would have woken
+		 * for are taken */
+		if (n > 0)
+			sm_kick_sleeper(ctx);
 		pthread_mutex_unlock(&ctx->lock);
 		if (n < 0)
 			return n;
@@ -373,14 +378,12 @@ int storm_ctx_start_progress(storm_ctx_t *ctx, int rt_priority)
 	if (ctx->pthr_started)
 		return -EBUSY;
 	/* without an eventfd the thread keeps the bounded backoff sleeps */
-	ctx->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ctx->kick_fd < 0)
+		ctx->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	atomic_store(&ctx->pthr_run, true);
 	rc = pthread_create(&ctx->pthr, NULL, progress_main, ctx);
 	if (rc) {
 		atomic_store(&ctx->pthr_run, false);
-		if (ctx->kick_fd >= 0)
-			close(ctx->kick_fd);
-		ctx->kick_fd = -1;
 		return -rc;
 	}
 	ctx->pthr_started = true;
@@ -419,7 +422,4 @@ void storm_ctx_stop_progress(storm_ctx_t *ctx)
 		(void)eventfd_write(ctx->kick_fd, 1);
 	pthread_join(ctx->pthr, NULL);
 	ctx->pthr_started = false;
-	if (ctx->kick_fd >= 0)
-		close(ctx->kick_fd);
-	ctx->kick_fd = -1;
 }

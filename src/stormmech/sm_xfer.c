@@ -10,9 +10,9 @@
 #include "sm_internal.h"
 
 /* ------------------------------------------------------------ ops */
-/* New work for a progress thread asleep on its fds (deep_sleep): wake it
- * through kick_fd, so that the work's sends and timers run at once. */
-static void sm_kick_sleeper(struct storm_ctx *ctx)
+/* New work for a thread asleep on its fds (deep_sleep): wake it through
+ * kick_fd, so that the work's sends and timers run at once. */
+void sm_kick_sleeper(struct storm_ctx *ctx)
 {
 	if (atomic_load(&ctx->deep_sleep) && ctx->kick_fd >= 0)
 		(void)eventfd_write(ctx->kick_fd, 1);

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -17,6 +18,7 @@
 #include "src/common/storm_gang.h"
 
 #include "mm_fabric.h"
+#include "mm_listener.h"
 #include "mm_offset.h"
 #include "mm_return.h"
 
@@ -69,6 +71,7 @@ static void free_nodes(mm_t *mm)
 
 extern void mm_fabric_close(mm_t *mm)
 {
+	mm_listener_stop(mm);	/* it drives the ctx and reads the nodes */
 	mm_offset_close(mm);
 	if (mm->ctx) {
 		storm_ctx_close(mm->ctx);
@@ -143,6 +146,11 @@ extern int mm_fabric_open(mm_t *mm)
 	}
 	storm_set_log_fn(mm->ctx, mm_log, NULL, STORM_LOG_WARN);
 	mm_offset_open(mm);
+	if (mm_listener_start(mm)) {
+		/* without it no silent node would be drained: try again */
+		mm_fabric_close(mm);
+		return -ENOMEM;
+	}
 	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms",
 	     MM_PREFIX, mm->nnodes, host, mm->conf.ctl_port, mm->conf.provider,
 	     mm->nnodes, mm->conf.timeslice_us, cfg.timeout_ms);

@@ -32,9 +32,8 @@ extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 	uint64_t t0;
 	int rc;
 
-	/* a node gone quiet meanwhile would only make this wait out the
-	 * ack timeout (mm_heartbeat.h) */
-	mm_heartbeat_listen(mm);
+	/* a quiet node would only make this wait out the ack timeout
+	 * (mm_listener.h) */
 	if (mm->nodes[rank].quiet)
 		return 0;
 	t0 = mm_now_ns(CLOCK_MONOTONIC);
@@ -129,7 +128,6 @@ extern void mm_faults_confirm(mm_t *mm)
 
 	if (now < mm->confirm_pause_until)
 		return;
-	mm_heartbeat_listen(mm);
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return;
@@ -188,71 +186,25 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 }
 
 /* Heard once, then silent (no heartbeat, no acknowledgement) for longer
- * than SuspectTime. */
+ * than SuspectTime, as the listener last counted it. */
 static bool is_silent(const mm_t *mm, int i)
 {
 	const mm_node_t *n = &mm->nodes[i];
 
-	return n->heard_once &&
+	return n->heard_ns &&
 	       n->silent_ns > mm->conf.suspect_time_us * 1000ULL;
 }
 
-/*
- * No node this MM ever heard (two or more) was heard in the last half of
- * SuspectTime, when a live one beats every quarter: then the likelier fault
- * is on this side, the controller's link or host, and draining the whole
- * machine would turn it into an outage of every job.  Half, not all of
- * SuspectTime: nodes fall silent at different points of their beat, and
- * the first must not be drained before the last is found silent too.
- * Such nodes still fail open on their own (FailSafe), and a node out of
- * the strobe set is still drained after SuspectQuanta quanta.  True while
- * it lasts, and once more when a node is heard again: then the silence of
- * every node is forgiven, since the others' heartbeats may be a moment
- * behind the first one's (a node really dead is drained SuspectTime
- * later).
- */
-static bool nobody_heard(mm_t *mm)
-{
-	uint64_t half = mm->conf.suspect_time_us * 1000ULL / 2;
-	int heard = 0, recent = 0;
-
-	for (int i = 0; i < mm->nnodes; i++) {
-		if (!mm->nodes[i].heard_once)
-			continue;
-		heard++;
-		recent += mm->nodes[i].silent_ns < half;
-	}
-	if (heard >= 2 && !recent) {
-		if (!mm->clk.all_silent)
-			error("%s: no node manager heard for over half of SuspectTime=%" PRIu64 "us; draining none: the controller's host or link is the likelier fault",
-			      MM_PREFIX, mm->conf.suspect_time_us);
-		mm->clk.all_silent = true;
-		return true;
-	}
-	if (!mm->clk.all_silent)
-		return false;
-	info("%s: node managers heard again; their silence is forgiven",
-	     MM_PREFIX);
-	for (int i = 0; i < mm->nnodes; i++)
-		mm->nodes[i].silent_ns = 0;
-	mm->clk.all_silent = false;
-	return true;
-}
-
 /* Missed SuspectQuanta acknowledgements in a row (once it acknowledged
- * this MM, or after MM_START_GRACE_NS), or silent for SuspectTime (unless
- * nobody is heard: see nobody_heard()); not drained yet. */
+ * this MM, or after MM_START_GRACE_NS); not drained yet.  Silence is the
+ * listener's to judge (mm_faults_drain_silent()). */
 static bool is_suspect(mm_t *mm, int i)
 {
 	const mm_node_t *n = &mm->nodes[i];
 
-	if (n->drained)
-		return false;
-	if (n->misses >= mm->conf.suspect_quanta &&
-	    (n->acked_once ||
-	     mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns >= MM_START_GRACE_NS))
-		return true;
-	return is_silent(mm, i) && !nobody_heard(mm);
+	return !n->drained && n->misses >= mm->conf.suspect_quanta &&
+	       (n->acked_once ||
+		mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns >= MM_START_GRACE_NS);
 }
 
 extern bool mm_faults_to_drain(mm_t *mm)
@@ -263,23 +215,33 @@ extern bool mm_faults_to_drain(mm_t *mm)
 	return false;
 }
 
+static char *silent_reason(uint64_t silent_ns, uint64_t suspect_us)
+{
+	return xstrdup_printf(MM_DRAIN_REASON_PREFIX "silent for %" PRIu64 " ms: missed its heartbeats and strobe acknowledgements (SuspectTime=%" PRIu64 "us)",
+			      silent_ns / 1000000, suspect_us);
+}
+
 static char *drain_reason(const mm_t *mm, int i)
 {
 	const mm_node_t *n = &mm->nodes[i];
 
-	if (!is_silent(mm, i))
-		return xstrdup_printf(MM_DRAIN_REASON_PREFIX "missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
-				      n->misses, mm->conf.suspect_quanta,
-				      mm->conf.timeslice_us);
-	return xstrdup_printf(MM_DRAIN_REASON_PREFIX "silent for %" PRIu64 " ms: missed its heartbeats and strobe acknowledgements (SuspectTime=%" PRIu64 "us)",
-			      n->silent_ns / 1000000, mm->conf.suspect_time_us);
+	if (is_silent(mm, i))
+		return silent_reason(n->silent_ns, mm->conf.suspect_time_us);
+	return xstrdup_printf(MM_DRAIN_REASON_PREFIX "missed %u strobe acknowledgements (SuspectQuanta=%u, Timeslice=%" PRIu64 "us)",
+			      n->misses, mm->conf.suspect_quanta,
+			      mm->conf.timeslice_us);
 }
 
-static void drain_one(mm_t *mm, int i)
+/*
+ * Node i, claimed (n->drained set by the caller, so that the other thread
+ * does not drain it too), drained in Slurm.  Called from either thread
+ * with nothing held that the other needs: slurmctld's node write lock may
+ * take a while.  Unclaimed again if Slurm refuses (false).
+ */
+static bool drain_one(mm_t *mm, int i, char *reason)
 {
 	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
 					.node = WRITE_LOCK, .fed = READ_LOCK };
-	char *reason = drain_reason(mm, i);
 	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC), waited;
 	int rc;
 
@@ -291,33 +253,59 @@ static void drain_one(mm_t *mm, int i)
 		/* the wait says how much of the drain's delay was slurmctld's */
 		info("%s: drained %s: %s (after %" PRIu64 " ms for slurmctld's locks)",
 		     MM_PREFIX, mm->node_names[i], reason, waited);
-		mm->nodes[i].drained = true;
 		mm->nodes[i].drain_ours = true;
-		mm->nodes[i].answering_since = 0;
-		mm->stats.drains++;
+		atomic_fetch_add(&mm->stats.drains, 1);
 	} else {
 		error("%s: cannot drain %s: %s", MM_PREFIX,
 		      mm->node_names[i], slurm_strerror(rc));
+		mm->nodes[i].drained = false;
 	}
 	xfree(reason);
+	return rc == SLURM_SUCCESS;
+}
+
+static bool claim(mm_t *mm, int i)
+{
+	bool no = false;
+
+	return atomic_compare_exchange_strong(&mm->nodes[i].drained, &no,
+					      true);
 }
 
 /*
- * A node that answered this MM and stops is drained after SuspectTime of
- * silence or SuspectQuanta missed quanta, whichever comes first
- * (is_suspect()).  A silent node also leaves the strobe set, so that no
- * strobe waits for it; it comes back when it answers a probe
+ * A node that answered this MM and stops is drained after SuspectQuanta
+ * missed quanta here, or after SuspectTime of silence by the listener,
+ * whichever comes first.  A node drained for its silence also leaves the
+ * strobe set (mm_faults_take_out()), so that no strobe waits for it once
+ * it is heard again; it comes back when it answers a probe
  * (mm_faults_watch_dead()).
  */
 extern void mm_faults_drain(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++) {
-		if (!is_suspect(mm, i))
+		mm_node_t *n = &mm->nodes[i];
+
+		if (!is_suspect(mm, i) || !claim(mm, i))
 			continue;
 		if (is_silent(mm, i))
-			mm->nodes[i].live = false;
-		drain_one(mm, i);
+			n->live = false;
+		drain_one(mm, i, drain_reason(mm, i));
 	}
+}
+
+extern void mm_faults_drain_silent(mm_t *mm, int i, uint64_t silent_ns,
+				   uint64_t suspect_us)
+{
+	if (claim(mm, i) &&
+	    drain_one(mm, i, silent_reason(silent_ns, suspect_us)))
+		mm->nodes[i].silence_drained = true;
+}
+
+extern void mm_faults_take_out(mm_t *mm)
+{
+	for (int i = 0; i < mm->nnodes; i++)
+		if (atomic_exchange(&mm->nodes[i].silence_drained, false))
+			mm->nodes[i].live = false;
 }
 
 extern void mm_faults_probe_latency(mm_t *mm)

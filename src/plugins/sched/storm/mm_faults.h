@@ -2,8 +2,8 @@
  * mm_faults.h - the Machine Manager's fault detection: which node managers
  * acknowledge, which are suspects, which are out of the strobe set, and
  * draining in Slurm those that miss SuspectQuanta quanta in a row or are
- * silent (no heartbeat, no acknowledgement: mm_heartbeat.h) for
- * SuspectTime.
+ * silent (no heartbeat, no acknowledgement) for SuspectTime: the latter
+ * found by the listener thread (mm_listener.h).
  */
 #ifndef STORM_MM_FAULTS_H
 #define STORM_MM_FAULTS_H
@@ -32,9 +32,15 @@ extern void mm_faults_confirm(mm_t *mm);
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now);
 /* A node mm_faults_drain() would drain now (it takes slurmctld's locks). */
 extern bool mm_faults_to_drain(mm_t *mm);
-/* Drain in Slurm the nodes that missed SuspectQuanta quanta or were
- * silent for SuspectTime. */
+/* Drain in Slurm the nodes that missed SuspectQuanta quanta (the MM
+ * thread). */
 extern void mm_faults_drain(mm_t *mm);
+/* Drain node i, silent for silent_ns (the listener thread, at normal
+ * priority, holding nothing), unless it is drained already. */
+extern void mm_faults_drain_silent(mm_t *mm, int i, uint64_t silent_ns,
+				   uint64_t suspect_us);
+/* The MM thread: nodes the listener drained leave the strobe set. */
+extern void mm_faults_take_out(mm_t *mm);
 /* One live node's acknowledgement latency, round robin. */
 extern void mm_faults_probe_latency(mm_t *mm);
 

@@ -13,11 +13,11 @@
  *      over the live nodes; a node that does not confirm is a suspect, and
  *      SuspectQuanta misses in a row drain it in Slurm with a reason
  *      (mm_faults.c).  A heartbeat is not confirmed: its acknowledgements
- *      answer it (MM_IDLE_ACK_PROBE_NS).  Then it listens for the node
- *      managers' own heartbeats (mm_heartbeat.c) and drains a node silent
- *      for SuspectTime; it listens in its sleeps too, every eighth of
- *      SuspectTime, so that a silent node is drained in SuspectTime
- *      whatever the quantum and however rare the strobes;
+ *      answer it (MM_IDLE_ACK_PROBE_NS).  The node managers' own
+ *      heartbeats are heard by a thread of their own (mm_listener.h),
+ *      which leaves a quiet node out of this thread's operations and
+ *      drains a node silent for SuspectTime, whatever the quantum, however
+ *      rare the strobes and however long this thread waits;
  *   3. every ~100 ms (or every quantum when quanta are longer) rebuilds the
  *      Ousterhout matrix (mm_matrix.c) from Slurm's running jobs under
  *      slurmctld's read locks (mm_jobs.c);
@@ -50,7 +50,6 @@
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_gang.h"
-#include "mm_heartbeat.h"
 #include "mm_jobs.h"
 #include "mm_offset.h"
 #include "mm_prio.h"
@@ -208,7 +207,7 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	if (!mm->table.t || *now - mm->clk.last_rebuild >= MM_REBUILD_NS ||
 	    mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
-	mm_heartbeat_listen(mm);
+	mm_faults_take_out(mm);
 	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
 	mm_return_track(mm, *now);
@@ -252,6 +251,11 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 	bool heartbeat;
 
 	mm_prio_rt(mm, true);
+	if (atomic_load(&mm->back_gen) != mm->back_seen) {
+		/* a quiet node heard again may have missed a table */
+		mm->back_seen = atomic_load(&mm->back_gen);
+		mm->table.dirty = true;
+	}
 	heartbeat = !mm_strobe_switches(mm);
 	if (mm->table.dirty)
 		mm_strobe_send_table(mm);
@@ -300,41 +304,6 @@ static void sleep_until(uint64_t ns)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
-/* Listen for heartbeats, and drain a node silent for SuspectTime (under
- * slurmctld's locks, so at normal priority: see mm_prio.c). */
-static void listen_and_drain(mm_t *mm)
-{
-	mm_heartbeat_listen(mm);
-	mm_return_track(mm, mm_now_ns(CLOCK_MONOTONIC));
-	if (!mm_faults_to_drain(mm))
-		return;
-	mm_prio_rt(mm, false);
-	mm_faults_drain(mm);
-	mm_prio_rt(mm, true);
-}
-
-/* sleep_until(), listening for heartbeats every mm_heartbeat_listen_ns()
- * on the way; the last wake-up is at ns exactly, for the strobe. */
-static void sleep_listening(mm_t *mm, uint64_t ns)
-{
-	uint64_t every = mm_heartbeat_listen_ns(mm);
-
-	for (;;) {
-		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
-
-		if (now >= ns)
-			return;
-		if (ns - now <= every) {
-			sleep_until(ns);
-			mm_heartbeat_slept(mm, ns, mm_now_ns(CLOCK_MONOTONIC));
-			return;
-		}
-		sleep_until(now + every);
-		mm_heartbeat_slept(mm, now + every, mm_now_ns(CLOCK_MONOTONIC));
-		listen_and_drain(mm);
-	}
-}
-
 /* A job ended between boundaries: the new table went out, and the rest of
  * the span is strobed again from the quantum running now. */
 static void strobe_rest_of_span(mm_t *mm)
@@ -372,6 +341,8 @@ static bool sleep_tick(mm_t *mm)
 		if (mm_jobs_rebuild(mm))	/* keeps cur_slot < nslots */
 			mm_jobs_build_table(mm);
 		job_left = mm->jobs_left != left;
+		mm_faults_take_out(mm);
+		mm_return_track(mm, now);
 		mm_return_nodes(mm, now);
 		step_status(mm, now);
 	}
@@ -408,10 +379,10 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 		if (now >= mm->clk.next)
 			return;
 		if (mm->clk.next - now <= MM_REBUILD_NS) {
-			sleep_listening(mm, mm->clk.next);
+			sleep_until(mm->clk.next);
 			return;
 		}
-		sleep_listening(mm, now + MM_REBUILD_NS);
+		sleep_until(now + MM_REBUILD_NS);
 		if (sleep_tick(mm))
 			return;
 	}

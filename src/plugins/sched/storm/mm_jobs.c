@@ -97,7 +97,9 @@ static void note_resumed(mm_t *mm)
 		mm_node_t *n = &mm->nodes[i];
 		node_record_t *nr;
 
-		if (!n->drained && !n->drain_ours)
+		/* drain_ours: set once Slurm drained it (drained is set before,
+		 * by whichever thread drains: mm_faults.c) */
+		if (!n->drain_ours)
 			continue;
 		nr = find_node_record(mm->node_names[i]);
 		if (!nr || IS_NODE_DRAIN(nr))

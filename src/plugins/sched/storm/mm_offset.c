@@ -9,8 +9,9 @@
  * is stamped in the fabric's receive callback, which this thread runs
  * itself while it waits (the MM has no progress thread), so a reply that
  * comes while the thread waits is stamped when it arrives; one that comes
- * later is stamped late, its sample's delay shows it, and the node's
- * filter passes it over.  The next request to that node carries the t4
+ * later is stamped late (at the heartbeat listener's next progress pass,
+ * mm_listener.h), its sample's delay shows it, and the node's filter
+ * passes it over.  The next request to that node carries the t4
  * back, and the node estimates its own offset (nm_clock.c): the node is
  * the one that converts instants.
  *

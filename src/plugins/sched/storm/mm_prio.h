@@ -3,7 +3,8 @@
  *
  * The thread drives the fabric itself (no progress thread: each handoff to
  * one cost slurmctld two context switches per message, most of its CPU at
- * millisecond quanta).
+ * millisecond quanta); the heartbeat listener (mm_listener.h) adds one
+ * progress pass a tick, a sixteenth of SuspectTime.
  */
 #ifndef STORM_MM_PRIO_H
 #define STORM_MM_PRIO_H

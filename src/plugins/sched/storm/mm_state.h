@@ -6,6 +6,7 @@
 #define STORM_MM_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -18,23 +19,36 @@
 
 #define MM_PREFIX "sched/storm: mm"
 
+/*
+ * A node as the MM thread (mm_gang.c) and the listener thread
+ * (mm_listener.c) see it.  The atomics are all they share about a node;
+ * every other field is the MM thread's alone.
+ */
 typedef struct mm_node {
 	bool live;		/* in the strobe set */
-	bool drained;		/* drained by us */
+	/* drained by us, until it answers again or is resumed; set (claimed)
+	 * by whichever thread drains it, before it takes slurmctld's lock */
+	atomic_bool drained;
 	bool acked_once;	/* has acknowledged this MM at least once */
 	uint32_t failed_probes;	/* while out of the strobe set */
 	uint32_t misses;	/* consecutive quanta without an ack */
 	uint64_t ack_us;	/* last one-node COMPARE-AND-WRITE round trip */
 	uint64_t last_ack_ns;
-	/* Heard: a new heartbeat or an acknowledgement (mm_faults.c). */
-	bool heard_once;
-	uint64_t beat_seen;	/* the last heartbeat's value */
-	uint64_t silent_ns;	/* silence counted since last heard */
-	bool quiet;		/* silent over half of SuspectTime: left out
-				 * of every operation until heard again */
-	uint64_t last_heard_ns;
+	/* The MM thread's last acknowledgement from it (CLOCK_MONOTONIC):
+	 * heard, for the listener. */
+	_Atomic uint64_t ack_heard_ns;
+	/* The listener's verdicts (mm_listener.h): when it was last heard (a
+	 * new heartbeat or an acknowledgement; 0 never), its silence since,
+	 * and quiet: silent over half of SuspectTime, left out of every
+	 * operation until heard again. */
+	_Atomic uint64_t heard_ns;
+	_Atomic uint64_t silent_ns;
+	atomic_bool quiet;
+	/* Drained by the listener for its silence: the MM thread takes it
+	 * out of the strobe set (mm_faults_take_out()). */
+	atomic_bool silence_drained;
 	/* Drained in Slurm by this MM, until it is resumed (mm_return.c). */
-	bool drain_ours;
+	atomic_bool drain_ours;
 	uint64_t answering_since;	/* answering without a miss since */
 } mm_node_t;
 
@@ -44,7 +58,7 @@ typedef struct mm_stats {
 	storm_hist_t strobe_hist, caw_hist;	/* every strobe, confirmation */
 	uint64_t late;			/* strobes applied late */
 	uint64_t confirm_timeouts;
-	uint64_t drains;		/* nodes this MM drained */
+	_Atomic uint64_t drains;	/* nodes this MM drained (both threads) */
 	uint64_t returns;		/* ... and returned to service */
 } mm_stats_t;
 
@@ -52,9 +66,6 @@ typedef struct mm_stats {
 typedef struct mm_clock {
 	uint64_t next;			/* the next quantum boundary */
 	uint64_t last_rebuild, last_status, last_probe, last_ack_probe;
-	uint64_t last_listen;		/* for the nodes' heartbeats */
-	uint64_t stalled_ns;		/* sleeps overshot since then */
-	bool all_silent;		/* logged: every node silent at once */
 	uint64_t last_start;		/* of the last strobe */
 	uint32_t last_span;
 	bool last_switching;		/* more than one slot then */
@@ -97,6 +108,11 @@ typedef struct mm {
 	uint64_t confirm_pause_until;
 	uint64_t start_ns;
 	struct mm_offsets *offsets;	/* clock offsets, the lead: mm_offset.c */
+	struct mm_listener *listener;	/* the heartbeats' thread: mm_listener.c */
+	/* Bumped by the listener when a quiet node is heard again: it may
+	 * have missed a job table, so everyone gets it again. */
+	_Atomic uint64_t back_gen;
+	uint64_t back_seen;
 	int prio;			/* the thread's: 0 normal, -1 unknown */
 	bool prio_warned;
 	mm_clock_t clk;

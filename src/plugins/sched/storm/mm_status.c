@@ -120,9 +120,8 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 		 mn->drained ? "drained" : mn->live ? "live" : "unreachable");
 	n->ack_us = mn->ack_us;
 	n->misses = mn->misses;
-	n->silent_ms = mn->heard_once ?
-		       (int64_t) ((mm_now_ns(CLOCK_MONOTONIC) -
-				   mn->last_heard_ns) / 1000000) : -1;
+	/* as the listener counts it: a host's stall is no node's silence */
+	n->silent_ms = mn->heard_ns ? (int64_t) (mn->silent_ns / 1000000) : -1;
 	fill_report(mm, i, n);
 	fill_clock(mm, i, n);
 }

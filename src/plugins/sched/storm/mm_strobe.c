@@ -13,7 +13,6 @@
 
 #include "mm_fabric.h"
 #include "mm_faults.h"
-#include "mm_heartbeat.h"
 #include "mm_jobs.h"
 #include "mm_offset.h"
 #include "mm_prio.h"
@@ -24,7 +23,6 @@ extern int mm_strobe_send_table(mm_t *mm)
 	storm_set_t live, failed;
 	int rc;
 
-	mm_heartbeat_listen(mm);
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return 0;
@@ -70,9 +68,8 @@ static int strobe_once(mm_t *mm, const storm_gang_strobe_t *s,
 	bool lowered;
 	int rc;
 
-	/* a node silent for half of SuspectTime is left out (quiet) before
-	 * the strobe can wait out its ack timeout on it: listen first */
-	mm_heartbeat_listen(mm);
+	/* a node silent for half of SuspectTime is left out (quiet,
+	 * mm_listener.h) before the strobe can wait out its timeout on it */
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return 0;
