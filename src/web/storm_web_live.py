@@ -94,7 +94,9 @@ class Live:
         if self.streams >= MAX_STREAMS:
             raise web.HTTPServiceUnavailable(reason="too many open pages (%d)" % MAX_STREAMS)
         resp = web.StreamResponse(headers=dict(self.security_headers, **{
-            "Content-Type": "text/event-stream; charset=utf-8"}))
+            "Content-Type": "text/event-stream; charset=utf-8",
+            # a proxy (nginx) would hold the updates back to fill its buffer
+            "X-Accel-Buffering": "no"}))
         self.streams += 1
         try:
             await resp.prepare(request)
