@@ -3,8 +3,8 @@
 The status is read only through its one definition, src/common/storm_status.h,
 by running `stormctl show --json` (storm_status_fprint_json): storm-web has no
 parser of its own that could drift from the C table.  stormctl runs only when
-the file changed (the MM rewrites it about once a second), so a page polling
-five times a second costs one stat per poll, not a process.
+the file changed (the MM rewrites it about once a second), so a page updated
+five times a second costs one stat per update, not a process.
 
 Besides the status itself this keeps what only a watcher over time can see:
 an event log of what changed between two statuses (node states, fail-safe
