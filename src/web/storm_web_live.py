@@ -24,6 +24,7 @@ from aiohttp import web
 TICK_S = 0.2          # five updates a second
 MAX_STREAMS = 64      # open pages at once; more get a 503
 RETRY_MS = 1000       # how soon a page reconnects after losing the stream
+WRITE_TIMEOUT_S = 10  # a page that reads nothing for this long loses its stream
 
 
 class Cached:
@@ -100,13 +101,19 @@ class Live:
         self.streams += 1
         try:
             await resp.prepare(request)
-            await resp.write(b"retry: %d\n\n" % RETRY_MS)
+            await self._write(resp, b"retry: %d\n\n" % RETRY_MS)
             await self._feed(resp)
-        except (ConnectionError, asyncio.CancelledError):
-            pass  # the page went away, or storm-web stops
+        except (ConnectionError, asyncio.TimeoutError):
+            pass  # the page went away, or stopped reading: its slot is free again
         finally:
             self.streams -= 1
         return resp
+
+    @staticmethod
+    async def _write(resp, data):
+        # a dead page whose connection stays open would otherwise hold its
+        # stream (and its slot) forever once the socket's buffer is full
+        await asyncio.wait_for(resp.write(data), WRITE_TIMEOUT_S)
 
     async def _feed(self, resp):
         sent_status = sent_events = sent_error = None
@@ -134,7 +141,7 @@ class Live:
             if self.source.nevents != sent_events:
                 sent_events = self.source.nevents
                 out.append(_event(b"events", self.events_cache.get(sent_events, self._events)))
-            await resp.write(b"".join(out))
+            await self._write(resp, b"".join(out))
             next_t += TICK_S
             now = loop.time()
             if next_t < now:
