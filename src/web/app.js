@@ -1,19 +1,46 @@
-// storm-web's page: polls /api/v1/status and /api/v1/events five times a
-// second and redraws.  Every string from the data goes in through
-// textContent, never as markup: job and user names are the users' own.
+// storm-web's page: five updates a second from /api/v1/stream, each
+// redrawing in place only what changed.  Every string from the data goes in
+// through textContent, never as markup: job and user names are the users'
+// own.
 "use strict";
-// a poll starts every POLL_MS whatever the last one took: five a second
-// at least, with room for a slow answer
-const POLL_MS = 150;
 
-function el(tag, text, cls) {
+function el(tag, cls) {
   const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
   if (cls) e.className = cls;
   return e;
 }
 
+// Writes only what differs: the page is redrawn in place, and an
+// unchanged property written again would still cost the browser a style
+// and layout pass.
+function setText(e, v) {
+  const s = v === undefined || v === null ? "" : String(v);
+  if (e.textContent !== s) e.textContent = s;
+}
+function setClass(e, c) { if (e.className !== c) e.className = c; }
+function setData(e, k, v) {
+  if (v === undefined || v === null) {
+    if (k in e.dataset) delete e.dataset[k];
+  } else if (e.dataset[k] !== String(v)) {
+    e.dataset[k] = v;
+  }
+}
+// the style reads back normalized (rgb), so the value set is kept beside it
+function setBackground(e, v) {
+  if (e.stormBackground !== v) { e.style.background = v; e.stormBackground = v; }
+}
+function setTitle(e, v) { if (e.title !== v) e.title = v; }
+
+// n children of parent, made by make() when missing, the extra ones removed
+function kids(parent, n, make) {
+  while (parent.children.length > n) parent.lastElementChild.remove();
+  while (parent.children.length < n) parent.appendChild(make());
+  return parent.children;
+}
+function cells(tr, n, tag) { return kids(tr, n, () => el(tag)); }
+
 function hue(id) { return (id * 137) % 360; }
+function jobColour(id) { return "hsl(" + hue(id) + ", 70%, 70%)"; }
 
 function ranksHas(list, k) {
   for (const part of list.split(",")) {
@@ -27,31 +54,32 @@ function ranksHas(list, k) {
 function drawSummary(st) {
   const h = st.header;
   const s = document.getElementById("summary");
-  s.textContent = "quantum " + (h.quantum_us / 1000).toFixed(3) + " ms (measured " +
+  setText(s, "quantum " + (h.quantum_us / 1000).toFixed(3) + " ms (measured " +
     (h.period_us / 1000).toFixed(3) + " ms), slot " + (h.nslots ? h.slot : 0) + " of " + h.nslots +
     ", epoch " + h.epoch + ", " + h.quanta + " quanta, strobe " + h.strobe_us + " us, confirm " +
     h.confirm_us + " us, switch skew " +
     (st.switch_skew_us === null || st.switch_skew_us === undefined ? "-" : (st.switch_skew_us / 1000).toFixed(3) + " ms") +
-    ", status " + st.age_s + " s old" + (st.stale ? " - STALE: the machine manager is not running" : "");
-  s.dataset.slot = h.slot;
-  s.dataset.epoch = h.epoch;
+    (st.stale ? " - STALE: the machine manager is not running" : ""));
+  setData(s, "slot", h.slot);
+  setData(s, "epoch", h.epoch);
 }
 
 function drawMatrix(st) {
   const t = document.getElementById("matrix");
-  const rows = [];
-  const head = el("tr");
-  head.appendChild(el("th", "slot"));
-  for (const n of st.nodes) head.appendChild(el("th", n.name));
-  rows.push(head);
   const nslots = Math.max(st.header.nslots, 1);
+  const rows = kids(t, nslots + 1, () => el("tr"));
+  const head = cells(rows[0], st.nodes.length + 1, "th");
+  setText(head[0], "slot");
+  st.nodes.forEach((n, i) => setText(head[i + 1], n.name));
   for (let s = 0; s < nslots; s++) {
-    const tr = el("tr");
+    const tr = rows[s + 1];
     const running = st.header.nslots > 0 && s === st.header.slot;
-    if (running) tr.className = "running";
-    tr.dataset.slot = s;
-    tr.appendChild(el("th", (running ? "\u25b6 " : "") + s));
-    for (const n of st.nodes) {
+    setClass(tr, running ? "running" : "");
+    setData(tr, "slot", s);
+    const row = kids(tr, st.nodes.length + 1, () => el("td"));
+    if (row[0].tagName !== "TH") tr.replaceChild(el("th"), row[0]);
+    setText(row[0], (running ? "\u25b6 " : "") + s);
+    st.nodes.forEach((n, i) => {
       let owner = null, filler = null;
       for (const j of st.jobs) {
         if (!ranksHas(j.nodes, n.rank)) continue;
@@ -59,59 +87,65 @@ function drawMatrix(st) {
         else if (j.slot >= 0 && ((j.mask >>> s) & 1) && !filler) filler = j;
       }
       const j = owner || filler;
-      const td = el("td", j ? j.job_id : "-", j ? (owner ? "job" : "job fill") : "");
-      if (j) {
-        td.style.background = "hsl(" + hue(j.job_id) + ",70%,70%)";
-        td.title = "job " + j.job_id + " " + (j.name || "") + (owner ? "" : " (filling in)");
-        td.dataset.job = j.job_id;
-      }
-      tr.appendChild(td);
-    }
-    rows.push(tr);
+      const td = row[i + 1];
+      setText(td, j ? j.job_id : "-");
+      setClass(td, j ? (owner ? "job" : "job fill") : "");
+      setBackground(td, j ? jobColour(j.job_id) : "");
+      setTitle(td, j ? "job " + j.job_id + " " + (j.name || "") + (owner ? "" : " (filling in)") : "");
+      setData(td, "job", j ? j.job_id : null);
+    });
   }
-  t.replaceChildren(...rows);
+}
+
+function makeTile() {
+  const d = el("div", "tile");
+  d.appendChild(el("div", "name"));
+  d.appendChild(el("span"));
+  d.appendChild(el("div"));
+  d.appendChild(el("div", "lag"));
+  d.appendChild(el("div"));
+  return d;
 }
 
 function drawNodes(st) {
-  const box = document.getElementById("nodes");
-  const tiles = st.nodes.map(n => {
-    const d = el("div", null, "tile");
-    d.dataset.node = n.name;
-    d.dataset.state = n.view;
-    d.appendChild(el("div", n.name, "name"));
-    d.appendChild(el("span", n.view, "st " + n.view));
-    d.appendChild(el("div", "ack " + (n.ack_us / 1000).toFixed(3) + " ms, misses " + n.misses));
-    d.appendChild(el("div", "switch lag " + (n.switch_lag_us === null || n.switch_lag_us === undefined ?
-      "-" : (n.switch_lag_us / 1000).toFixed(3) + " ms"), "lag"));
+  const tiles = kids(document.getElementById("nodes"), st.nodes.length, makeTile);
+  st.nodes.forEach((n, i) => {
+    const d = tiles[i], [name, state, ack, lag, counts] = d.children;
+    setData(d, "node", n.name);
+    setData(d, "state", n.view);
+    setText(name, n.name);
+    setText(state, n.view);
+    setClass(state, "st " + n.view);
+    setText(ack, "ack " + (n.ack_us / 1000).toFixed(3) + " ms, misses " + n.misses);
+    setText(lag, "switch lag " + (n.switch_lag_us === null || n.switch_lag_us === undefined ?
+      "-" : (n.switch_lag_us / 1000).toFixed(3) + " ms"));
     const r = n.rejected || {ctl: 0, bcast: 0, fabric: 0};
-    d.appendChild(el("div", "thaws " + (n.failsafe_events || 0) + ", refused " + r.ctl + "/" + r.bcast + "/" + r.fabric));
-    return d;
+    setText(counts, "thaws " + (n.failsafe_events || 0) + ", refused " + r.ctl + "/" + r.bcast + "/" + r.fabric);
   });
-  box.replaceChildren(...tiles);
 }
 
 function drawJobs(st) {
-  const body = document.querySelector("#jobs tbody");
-  const rows = st.jobs.map(j => {
-    const tr = el("tr");
-    tr.dataset.job = j.job_id;
-    const id = el("td", j.job_id);
-    id.style.background = "hsl(" + hue(j.job_id) + ",70%,70%)";
-    tr.appendChild(id);
-    tr.appendChild(el("td", j.name || "", "name"));
-    tr.appendChild(el("td", j.user || "", "user"));
-    tr.appendChild(el("td", j.slot < 0 ? "none" : j.slot));
-    tr.appendChild(el("td", j.policy || ""));
-    tr.appendChild(el("td", j.nodes));
-    tr.appendChild(el("td", j.mask === 0xffffffff ? "all" : "0x" + j.mask.toString(16)));
+  const rows = kids(document.querySelector("#jobs tbody"), st.jobs.length, () => el("tr"));
+  st.jobs.forEach((j, i) => {
+    const tr = rows[i];
+    setData(tr, "job", j.job_id);
+    const td = cells(tr, 8, "td");
+    setText(td[0], j.job_id);
+    setBackground(td[0], jobColour(j.job_id));
+    setText(td[1], j.name || "");
+    setClass(td[1], "name");
+    setText(td[2], j.user || "");
+    setClass(td[2], "user");
+    setText(td[3], j.slot < 0 ? "none" : j.slot);
+    setText(td[4], j.policy || "");
+    setText(td[5], j.nodes);
+    setText(td[6], j.mask === 0xffffffff ? "all" : "0x" + j.mask.toString(16));
     // measured on the nodes (their cgroups), not derived from the slots
-    const share = el("td", j.cpu_share === null || j.cpu_share === undefined ? "-" :
-      j.cpu_share.toFixed(1) + "% of " + j.cpus + " CPU" + (j.cpus === 1 ? "" : "s"), "share");
-    share.dataset.share = j.cpu_share === null || j.cpu_share === undefined ? "" : j.cpu_share;
-    tr.appendChild(share);
-    return tr;
+    const none = j.cpu_share === null || j.cpu_share === undefined;
+    setText(td[7], none ? "-" : j.cpu_share.toFixed(1) + "% of " + j.cpus + " CPU" + (j.cpus === 1 ? "" : "s"));
+    setClass(td[7], "share");
+    setData(td[7], "share", none ? "" : j.cpu_share);
   });
-  body.replaceChildren(...rows);
 }
 
 function rankNames(st, list) {
@@ -120,83 +154,92 @@ function rankNames(st, list) {
 }
 
 function drawBcasts(st) {
-  const body = document.querySelector("#bcasts tbody");
-  const rows = (st.bcasts || []).map(b => {
-    const tr = el("tr", null, b.in_flight ? "inflight" : b.phase);
-    tr.dataset.relay = b.name;
-    tr.dataset.phase = b.phase;
-    tr.dataset.job = b.job_id;
+  const bcasts = st.bcasts || [];
+  const rows = kids(document.querySelector("#bcasts tbody"), bcasts.length, () => el("tr"));
+  bcasts.forEach((b, i) => {
+    const tr = rows[i];
+    setClass(tr, b.in_flight ? "inflight" : b.phase);
+    setData(tr, "relay", b.name);
+    setData(tr, "phase", b.phase);
+    setData(tr, "job", b.job_id);
     const pct = b.size ? Math.floor(100 * b.received / b.size) : 100;
     const ready = rankNames(st, b.ready), done = rankNames(st, b.done);
-    tr.appendChild(el("td", b.name));
-    tr.appendChild(el("td", b.job_id));
-    tr.appendChild(el("td", b.phase, "phase"));
-    const prog = el("td", null, "progress");
-    const bar = el("progress");
+    const td = cells(tr, 9, "td");
+    setText(td[0], b.name);
+    setText(td[1], b.job_id);
+    setText(td[2], b.phase);
+    setClass(td[2], "phase");
+    setClass(td[3], "progress");
+    const [bar, label] = kids(td[3], 2, () => el(td[3].children.length ? "span" : "progress"));
     bar.max = 100;
-    bar.value = pct;
-    prog.appendChild(bar);
-    prog.appendChild(el("span", " " + pct + "% of " + (b.size / 1048576).toFixed(1) + " MiB"));
-    tr.appendChild(prog);
-    tr.appendChild(el("td", ready.length + "/" + b.nnodes + (ready.length ? " " + ready.join(",") : ""), "ready"));
-    tr.appendChild(el("td", done.length + "/" + b.nnodes + (done.length ? " " + done.join(",") : ""), "done"));
-    tr.appendChild(el("td", (b.elapsed_us / 1000).toFixed(1) + " ms"));
+    if (bar.value !== pct) bar.value = pct;
+    setText(label, " " + pct + "% of " + (b.size / 1048576).toFixed(1) + " MiB");
+    setText(td[4], ready.length + "/" + b.nnodes + (ready.length ? " " + ready.join(",") : ""));
+    setClass(td[4], "ready");
+    setText(td[5], done.length + "/" + b.nnodes + (done.length ? " " + done.join(",") : ""));
+    setClass(td[5], "done");
+    setText(td[6], (b.elapsed_us / 1000).toFixed(1) + " ms");
     // a rate only for a finished broadcast: in flight, size over the time
     // so far would be a guess
-    tr.appendChild(el("td", !b.in_flight && b.elapsed_us ? (b.size / b.elapsed_us).toFixed(1) + " MB/s" : "-"));
-    tr.appendChild(el("td", b.count + " (" + b.failed + ")"));
-    return tr;
+    setText(td[7], !b.in_flight && b.elapsed_us ? (b.size / b.elapsed_us).toFixed(1) + " MB/s" : "-");
+    setText(td[8], b.count + " (" + b.failed + ")");
   });
-  body.replaceChildren(...rows);
 }
 
 function drawEvents(evs) {
-  const ol = document.getElementById("events");
-  const items = evs.slice().reverse().slice(0, 100).map(e => {
-    const li = el("li", new Date(e.time * 1000).toLocaleTimeString() + " " + e.kind + ": " + e.text);
-    li.dataset.kind = e.kind;
-    return li;
+  const shown = evs.slice().reverse().slice(0, 100);
+  const items = kids(document.getElementById("events"), shown.length, () => el("li"));
+  shown.forEach((e, i) => {
+    setText(items[i], new Date(e.time * 1000).toLocaleTimeString() + " " + e.kind + ": " + e.text);
+    setData(items[i], "kind", e.kind);
   });
-  ol.replaceChildren(...items);
 }
 
 function showError(msg) {
   const e = document.getElementById("error");
-  e.hidden = !msg;
-  e.textContent = msg || "";
+  if (e.hidden !== !msg) e.hidden = !msg;
+  setText(e, msg || "");
 }
 
-let polls = 0;
-let drawn = "";
-async function poll() {
-  const started = performance.now();
-  try {
-    const r = await fetch("/api/v1/status", {cache: "no-store"});
-    const st = await r.json();
-    if (!r.ok) {
-      showError(st.error || ("HTTP " + r.status));
-    } else {
-      // the status changes about once a second: redraw only then (or when
-      // its age or the error changes), not at every poll
-      const key = st.seq + "/" + st.age_s + "/" + st.error;
-      if (key !== drawn) {
-        drawn = key;
-        showError(st.error ? "last read failed: " + st.error : "");
-        drawSummary(st);
-        drawMatrix(st);
-        drawNodes(st);
-        drawJobs(st);
-        drawBcasts(st);
-      }
-    }
-    if (polls++ % 5 === 0) {
-      const e = await fetch("/api/v1/events", {cache: "no-store"});
-      if (e.ok) drawEvents((await e.json()).events);
-    }
-    document.body.dataset.polls = polls;
-  } catch (err) {
-    showError("storm-web does not answer: " + err);
-  }
-  setTimeout(poll, Math.max(0, POLL_MS - (performance.now() - started)));
+function drawStatus(st) {
+  showError(st.error ? "last read failed: " + st.error : "");
+  drawSummary(st);
+  drawMatrix(st);
+  drawNodes(st);
+  drawJobs(st);
+  drawBcasts(st);
 }
-poll();
+
+// How old the status is, at every update, in whole seconds: the text (and
+// so the page) changes once a second, with the status.  Every change the
+// browser draws costs it a frame; a tick that changes nothing costs none.
+function drawAge(age) {
+  setText(document.getElementById("age"), age === null || age === undefined ? "" :
+    "status " + Math.floor(age) + " s old");
+}
+
+// One stream from storm-web (/api/v1/stream), five updates a second: the
+// new status when the Machine Manager wrote one, else its age; the event
+// log when it grew.  Each is drawn in place, writing only what differs, so
+// the page is redrawn only when the data changed.  The browser reconnects
+// by itself when the stream breaks.
+let updates = 0;
+function counted(f) {
+  return e => {
+    try {
+      f(JSON.parse(e.data));
+    } catch (err) {
+      showError("bad update from storm-web: " + err);
+    }
+    document.body.dataset.updates = ++updates;
+  };
+}
+
+const stream = new EventSource("/api/v1/stream");
+stream.addEventListener("status", counted(st => { drawStatus(st); drawAge(st.age); }));
+stream.addEventListener("tick", counted(t => drawAge(t.age)));
+stream.addEventListener("events", counted(e => drawEvents(e.events)));
+stream.addEventListener("unavailable", counted(e => showError(e.error)));
+stream.addEventListener("error", () => {
+  if (stream.readyState !== EventSource.OPEN) showError("storm-web does not answer; reconnecting");
+});

@@ -5,13 +5,16 @@ that allows nothing but this server, so a string that escaped its escaping
 still could not run a script; the page builds its DOM with textContent, never
 with markup from data.  A status the service cannot read is a 503 with the
 reason, never a crash.
+
+The page's data comes from storm_web_live (serialized once per change;
+ETags; the page's stream).
 """
 import json
 import os
-import time
 
 from aiohttp import web
 
+import storm_web_live
 import storm_web_metrics
 
 API = "/api/v1"
@@ -41,7 +44,8 @@ async def _guard(request, handler):
             resp = await handler(request)
         except web.HTTPException as e:
             resp = web.json_response({"error": e.reason}, status=e.status)
-    resp.headers.update(SECURITY_HEADERS)
+    if not resp.prepared:  # a stream sent its own before its first byte
+        resp.headers.update(SECURITY_HEADERS)
     return resp
 
 
@@ -64,12 +68,10 @@ def make_app(source, static_dir=HERE):
         body, ctype = files[request.path]
         return web.Response(body=body, headers={"Content-Type": ctype})
 
+    live = storm_web_live.Live(source, SECURITY_HEADERS)
+
     async def status(request):
-        st, err = await source.get()
-        if st is None:
-            return _unavailable(err)
-        # seq: which read this is; the page redraws only when it moves
-        return _json(dict(st, error=err, served=time.time(), seq=source.reads))
+        return await live.status(request, _unavailable)
 
     async def part(request):
         st, err = await source.get()
@@ -79,8 +81,7 @@ def make_app(source, static_dir=HERE):
                       "error": err})
 
     async def events(request):
-        await source.get()
-        return _json({"events": [{"time": t, "kind": k, "text": x} for t, k, x in source.events]})
+        return await live.events(request)
 
     async def metrics(request):
         st, err = await source.get()
@@ -90,7 +91,7 @@ def make_app(source, static_dir=HERE):
 
     async def index(request):
         return _json({"version": 1, "paths": [API + "/status", API + "/header", API + "/nodes",
-                                              API + "/jobs", API + "/events"]})
+                                              API + "/jobs", API + "/events", API + "/stream"]})
 
     async def no_icon(request):
         return web.Response(status=204)
@@ -103,5 +104,7 @@ def make_app(source, static_dir=HERE):
     app.router.add_get(API, index)
     app.router.add_get(API + "/status", status)
     app.router.add_get(API + "/events", events)
+    app.router.add_get(API + "/stream", live.stream)
+    app.on_shutdown.append(live.close)
     app.router.add_get(API + "/{part:header|nodes|jobs}", part)
     return app

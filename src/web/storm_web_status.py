@@ -3,8 +3,8 @@
 The status is read only through its one definition, src/common/storm_status.h,
 by running `stormctl show --json` (storm_status_fprint_json): storm-web has no
 parser of its own that could drift from the C table.  stormctl runs only when
-the file changed (the MM rewrites it about once a second), so a page polling
-five times a second costs one stat per poll, not a process.
+the file changed (the MM rewrites it about once a second), so a page updated
+five times a second costs one stat per update, not a process.
 
 Besides the status itself this keeps what only a watcher over time can see:
 an event log of what changed between two statuses (node states, fail-safe
@@ -100,9 +100,23 @@ class StatusSource:
         self.error = "no status read yet"
         self.events = collections.deque(maxlen=EVENTS_KEPT)
         self.reads = 0
+        self.nevents = 0         # events logged so far (the log keeps the last EVENTS_KEPT)
         self._checked = 0.0
         self._mtime = None
         self._lock = asyncio.Lock()
+
+    def age(self):
+        """Seconds since the status last read was written, or None: from
+        the header's `written` (whole seconds), refined by the file's mtime
+        when the two agree (a file copied or touched later does not)."""
+        if self.status is None:
+            return None
+        now, written = time.time(), self.status["header"].get("written", 0)
+        if self.status_file and self._mtime and isinstance(self._mtime[0], int):
+            mtime = self._mtime[0] / 1e9
+            if 0 <= mtime - written < 1:
+                return max(0.0, now - mtime)
+        return max(0.0, now - written)
 
     def _stat(self):
         if not self.status_file:
@@ -168,7 +182,9 @@ class StatusSource:
                 return self.status, self.error
             self.reads += 1
             self._mtime = key
-            self.events.extend(_events(self.status, d, time.time()))
+            new = _events(self.status, d, time.time())
+            self.events.extend(new)
+            self.nevents += len(new)
             self.status = d
             self.error = ""
             return self.status, self.error

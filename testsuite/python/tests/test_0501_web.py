@@ -70,7 +70,7 @@ def driver(web):
 def page(request, driver, web, gangweb):
     """The page, freshly loaded; on failure its screenshot and HTML are kept."""
     driver.get(web.url)
-    w.wait_page_polling(driver)
+    w.wait_page_updating(driver)
     yield driver
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:

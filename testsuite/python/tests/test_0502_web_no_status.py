@@ -1,9 +1,12 @@
 """storm-web without a Machine Manager: no status file, a stale one, a bad
 configuration.  It serves the page and says what is wrong (503 with the
 reason, storm_web_status_up 0, nodes "unknown" on a stale status); a bad
-configuration stops it with a message naming the file and line.  No
-cluster: stormctl from the build reads files the test writes."""
+configuration stops it with a message naming the file and line.  What it
+sends the page: a status once per change (ETag and 304 for a GET, the
+page's stream of status, ticks and the event log).  No cluster: stormctl
+from the build reads files the test writes."""
 import http.client
+import json
 import os
 import re
 import subprocess
@@ -54,6 +57,34 @@ class Web:
         finally:
             c.close()
 
+    def request(self, path, headers=None):
+        """(status, headers, body)."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            c.request("GET", path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict(r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def stream(self, n):
+        """The open connection of /api/v1/stream and its first n events
+        as (name, data parsed)."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c.request("GET", "/api/v1/stream")
+        r = c.getresponse()
+        assert r.status == 200, r.read()
+        assert r.getheader("Content-Type").startswith("text/event-stream")
+        out, name = [], None
+        while len(out) < n:
+            line = r.readline().decode()
+            assert line, "the stream ended after %r" % out
+            if line.startswith("event: "):
+                name = line[7:].strip()
+            elif line.startswith("data: "):
+                out.append((name, json.loads(line[6:])))
+        return c, out
+
     def stop(self):
         self.p.terminate()
         assert self.p.wait(10) == 0
@@ -95,6 +126,50 @@ def test_stale_status_shows_unknown_nodes_then_a_fresh_one_live(tmp_path):
         assert _up(w.get("/metrics")[1]) == 1
         # the %XX-encoded name decoded through stormctl
         assert b'"name": "a b"' in w.get("/api/v1/jobs")[1]
+    finally:
+        w.stop()
+
+
+def test_status_is_sent_once_per_change_by_etag_and_by_stream(tmp_path):
+    path = tmp_path / "storm-mm.status"
+    path.write_text(STALE % time.time())
+    w = Web(str(path))
+    try:
+        st, hdrs, body = w.request("/api/v1/status")
+        assert st == 200 and json.loads(body)["jobs"][0]["name"] == "a b"
+        # the same ETag back: a 304 without a body while the status (and
+        # its age in seconds) did not change; a second passing changes it
+        def not_modified():
+            st, h, _ = w.request("/api/v1/status")
+            st2, h2, body2 = w.request("/api/v1/status", {"If-None-Match": h["ETag"]})
+            return st2 == 304 and body2 == b"" and h2["ETag"] == h["ETag"]
+        wait_for(not_modified, 10, "a 304 for the status' own ETag")
+        assert w.request("/api/v1/status", {"If-None-Match": '"other"'})[0] == 200
+        # the page's stream: the status first (what /api/v1/status says),
+        # the event log, then ticks with the status' age until it changes
+        c, evs = w.stream(4)
+        try:
+            names = [e[0] for e in evs]
+            assert names[0] == "status" and evs[0][1]["jobs"][0]["name"] == "a b", evs
+            assert "events" in names and "tick" in names, names
+            ages = [d["age"] for n, d in evs if n == "tick"] + [evs[0][1]["age"]]
+            assert all(0 <= a < 60 for a in ages), evs
+            # storm-web stops with a page still on the stream (stop()
+            # asserts it exits 0 within 10 s)
+            w.stop()
+        finally:
+            c.close()
+    finally:
+        if w.p.poll() is None:
+            w.stop()
+
+
+def test_stream_without_a_status_says_why(tmp_path):
+    w = Web(str(tmp_path / "storm-mm.status"))
+    try:
+        c, evs = w.stream(1)
+        c.close()
+        assert evs[0][0] == "unavailable" and "storm-mm.status" in evs[0][1]["error"], evs
     finally:
         w.stop()
 
