@@ -172,9 +172,12 @@ static int parse_scaled(const char *s, const char *const *units,
 			return -1;
 		x *= (double) mult[i];
 	}
-	if (x > (double) UINT64_MAX)
+	/* (double) UINT64_MAX rounds up to 2^64, itself out of range of
+	 * uint64_t: compare against 2^64 after rounding */
+	x += 0.5;
+	if (!(x < 0x1p64))
 		return -1;
-	*out = (uint64_t) (x + 0.5);
+	*out = (uint64_t) x;
 	return 0;
 }
 

@@ -132,6 +132,10 @@ static const struct {
 	{ "Timeslice=1ms StrobeInterval=2s FailSafe=10s\n", "storm.conf", "at most 1000 quanta" },
 	{ "StrobeInterval=2m\n", "storm.conf:1", "StrobeInterval" },
 	{ "SwitchAt=soon\n", "storm.conf:1", "announced or arrival" },
+	/* numbers past what a uint64_t holds, once scaled */
+	{ "Timeslice=18446744073709551615\n", "storm.conf:1", "Timeslice" },
+	{ "Timeslice=18446744073709551616ms\n", "storm.conf:1", "Timeslice" },
+	{ "BcastMaxSize=17179869184G\n", "storm.conf:1", "BcastMaxSize" },
 };
 
 START_TEST(bad_input_names_line_and_key)
