@@ -1,5 +1,6 @@
 """The node manager: one per node, started from slurmd, survives slurmd
 restarts, refuses to run twice for a node, answers on its control socket."""
+import contextlib
 import os
 import re
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import time
 
 from storm_wait import poll
+from test_0101_bcast_launch import revive_node
 
 
 def nm_socket(cluster, node):
@@ -138,3 +140,56 @@ def test_dead_manager_is_restarted_by_slurmd(cluster):
     cluster.restart_slurmd(node)
     new = int(nm_ping(cluster, node)["pid"])
     assert new != pid
+
+
+def _socket_inodes(pid):
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        with contextlib.suppress(OSError):
+            m = re.match(r"socket:\[(\d+)\]$", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            if m:
+                out.add(m.group(1))
+    return out
+
+
+def _listening_inodes():
+    out = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(path) as f:
+            next(f)
+            for line in f:
+                w = line.split()
+                if w[3] == "0A":        # TCP_LISTEN
+                    out.add(w[9])
+    return out
+
+
+def test_manager_started_after_reconfigure_holds_no_slurmd_socket(cluster):
+    """After `scontrol reconfigure` (24.11 re-executes slurmd, keeping its
+    listening socket open across the exec), a node manager slurmd starts
+    holds none of slurmd's sockets: one that kept the listening socket
+    would keep the next slurmd from binding its port."""
+    node = "node5"
+    start = cluster.log_size(node)
+    cluster.run(["scontrol", "reconfigure"])
+    cluster.wait_log(r"slurmd started on |got reconfigure request", node=node,
+                     start=start)
+    cluster.wait_idle()
+    old = int(nm_ping(cluster, node)["pid"])
+    os.kill(old, signal.SIGKILL)        # slurmd's watchdog starts a new one
+
+    def new_pid():
+        # (nm_ping raises AssertionError while nothing answers)
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            pid = int(nm_ping(cluster, node, timeout=1)["pid"])
+            return pid if pid != old else None
+        return None
+
+    new = poll(new_pid, 30, 0.2)
+    assert new, "no new node manager on %s" % node
+    slurmd = cluster.pid("slurmd-" + node)
+    listening = _socket_inodes(slurmd) & _listening_inodes()
+    assert listening, "slurmd of %s listens on nothing this test sees" % node
+    assert not _socket_inodes(new) & listening, (new, listening)
+    cluster.restart_slurmd(node)
+    revive_node(cluster, node, old)

@@ -4,6 +4,8 @@ STORM_BINDIR, STORM_PLUGSTACK; contribs/run-package-test)."""
 import os
 import re
 
+from storm_wait import poll
+
 
 def _storm_maps(pid):
     """Paths of the STORM plugins a process has mapped."""
@@ -32,17 +34,26 @@ def test_daemons_map_storm_plugins_from_the_plugindir_only(cluster):
             assert os.path.dirname(path) == cluster.plugindir, (pid, path)
 
 
+def _nm_exes(cluster, node):
+    exes = []
+    for pid in cluster.ns_pids(node):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "storm-nm":
+                    exes.append(os.readlink("/proc/%d/exe" % pid))
+        except OSError:
+            pass
+    return exes
+
+
 def test_node_managers_run_the_expected_binary(cluster):
+    """One node manager a node, the expected binary.  Polled: for an
+    instant there can be two (the watchdog child before it renames
+    itself, or a newcomer about to find the node lock held and leave)."""
     want = os.path.realpath(_expected_nm(cluster))
     for node in cluster.node_names():
-        exes = []
-        for pid in cluster.ns_pids(node):
-            try:
-                with open("/proc/%d/comm" % pid) as f:
-                    if f.read().strip() == "storm-nm":
-                        exes.append(os.readlink("/proc/%d/exe" % pid))
-            except OSError:
-                pass
+        poll(lambda: _nm_exes(cluster, node) == [want], 10)
+        exes = _nm_exes(cluster, node)
         assert exes == [want], (node, exes)
 
 

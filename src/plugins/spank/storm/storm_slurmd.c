@@ -131,6 +131,18 @@ static void start_nm(const storm_conf_t *conf, const char *storm_conf_path)
 		/* slurmd blocks signals in its threads; the NM needs them. */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/*
+		 * Nothing of slurmd's but stdio: after a reconfigure (24.11
+		 * re-executes slurmd) its listening socket is not
+		 * close-on-exec, and a node manager that kept it would keep
+		 * the next slurmd from binding its port.
+		 */
+		if (close_range(3, ~0U, 0)) {
+			long max = sysconf(_SC_OPEN_MAX);
+
+			for (long fd = 3; fd < (max > 0 ? max : 1024); fd++)
+				close((int) fd);
+		}
 		execv(nm, argv);
 		_exit(127);
 	}
