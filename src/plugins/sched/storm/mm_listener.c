@@ -37,8 +37,6 @@ typedef struct mm_listener {
 	uint64_t suspect_us;	/* SuspectTime (a change rejoins the fabric
 				 * and so restarts this thread) */
 	uint64_t tick_ns;
-	uint64_t stall_limit_ns;
-	uint64_t last_pass_ns;	/* end of the last pass */
 	uint64_t stall_logged_ns;
 	uint64_t stalls_unlogged;
 	int prio;		/* the thread's now: 0 normal */
@@ -185,7 +183,9 @@ static void listen_once(mm_listener_t *l)
 	int passes = MM_LISTENER_PASSES;
 	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
 
-	if (l->last_pass_ns && now > l->last_pass_ns + l->stall_limit_ns)
+	/* the silence bookkeeping's last tick is the last pass's end */
+	if (l->silence.last_tick_ns &&
+	    now > l->silence.last_tick_ns + l->silence.stall_limit_ns)
 		passes = MM_LISTENER_CATCH_UP_PASSES;
 	for (int k = 0; k < passes; k++)
 		if (storm_progress(mm->ctx, 0) <= 0)
@@ -193,7 +193,6 @@ static void listen_once(mm_listener_t *l)
 	take_in(l, mm_now_ns(CLOCK_MONOTONIC));
 	now = mm_now_ns(CLOCK_MONOTONIC);
 	log_tick(l, mm_silence_tick(&l->silence, now), now);
-	l->last_pass_ns = now;
 	publish(l);
 	drain_due(l);
 }
@@ -238,8 +237,6 @@ extern int mm_listener_start(mm_t *mm)
 	l->prio = -1;
 	l->beat_seen = xcalloc(mm->nnodes + 1, sizeof(uint64_t));
 	l->ack_seen = xcalloc(mm->nnodes + 1, sizeof(uint64_t));
-	l->stall_limit_ns = mm_silence_stall_ns(l->suspect_us * 1000ULL,
-						l->tick_ns);
 	if (mm_silence_init(&l->silence, mm->nnodes, l->suspect_us * 1000ULL,
 			    l->tick_ns)) {
 		error("%s: no memory for the heartbeat listener", MM_PREFIX);
