@@ -31,7 +31,7 @@
 
 #include "nm.h"
 #include "nm_bcast_wait.h"
-#include "nm_deadline.h"
+#include "src/common/storm_deadline.h"
 #include "src/common/storm_bcast.h"
 
 #define MAX_WAITERS 256
@@ -225,7 +225,7 @@ static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	w = &W.w[W.n++];
 	w->fd = peer->fd;
 	w->key = key;
-	nm_deadline_after_us((uint64_t) ms * 1000, &w->deadline);
+	storm_deadline_after_us((uint64_t) ms * 1000, &w->deadline);
 	pthread_mutex_unlock(&W.lock);
 	nm_debug("bcast: pid %d waits for transfer %llx", (int) peer->pid, key);
 	return NM_CTL_KEPT;

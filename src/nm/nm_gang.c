@@ -78,7 +78,7 @@
 #include "nm_watchdog.h"
 #include "nm_gang.h"
 #include "nm_gang_job.h"
-#include "nm_deadline.h"
+#include "src/common/storm_deadline.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
@@ -743,7 +743,7 @@ static int init_sync(void)
 	pthread_mutexattr_destroy(&ma);
 	if (rc)
 		return -rc;
-	if ((rc = nm_cond_init_monotonic(&G.wake)))
+	if ((rc = storm_cond_init_monotonic(&G.wake)))
 		return -rc;
 	G.sync_ready = true;
 	return 0;

@@ -11,7 +11,7 @@
 
 #include "nm_gang.h"
 #include "nm_heartbeat.h"
-#include "nm_deadline.h"
+#include "src/common/storm_deadline.h"
 #include "nm_reject.h"
 
 /*
@@ -144,7 +144,7 @@ static void *heartbeat_thread(void *arg)
 	while (!H.stop) {
 		beat(nm);
 		/* read each time: a reconfiguration may change SuspectTime */
-		nm_wait_unless_stopped(&H.wake, &H.lock, &H.stop,
+		storm_wait_unless_stopped(&H.wake, &H.lock, &H.stop,
 				       storm_conf_beat_us(&nm->conf));
 	}
 	pthread_mutex_unlock(&H.lock);
@@ -156,7 +156,7 @@ static int heartbeat_init(nm_t *nm)
 	int rc;
 
 	pthread_cond_destroy(&H.wake);
-	if ((rc = nm_cond_init_monotonic(&H.wake)))
+	if ((rc = storm_cond_init_monotonic(&H.wake)))
 		return -rc;
 	/* a restarted node manager starts elsewhere than where it left */
 	H.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);

@@ -22,7 +22,7 @@
 
 #include "nm_cg_usage.h"
 #include "nm_gang.h"
-#include "nm_deadline.h"
+#include "src/common/storm_deadline.h"
 #include "nm_usage.h"
 
 /* The gang lock is busy during a switch: a few tries, a little apart. */
@@ -161,7 +161,7 @@ static void *usage_thread(void *arg)
 		pthread_mutex_unlock(&U.lock);
 		report(nm);
 		pthread_mutex_lock(&U.lock);
-		nm_wait_unless_stopped(&U.wake, &U.lock, &U.stop,
+		storm_wait_unless_stopped(&U.wake, &U.lock, &U.stop,
 				       (uint64_t) NM_USAGE_MS * 1000);
 	}
 	pthread_mutex_unlock(&U.lock);
@@ -173,7 +173,7 @@ static int usage_init(nm_t *nm)
 	int rc;
 
 	pthread_cond_destroy(&U.wake);
-	if ((rc = nm_cond_init_monotonic(&U.wake)))
+	if ((rc = storm_cond_init_monotonic(&U.wake)))
 		return -rc;
 	U.stop = false;
 	U.nseen = 0;

@@ -9,11 +9,9 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
@@ -22,10 +20,11 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 
+#include "src/common/storm_deadline.h"
 #include "pend_reasons.h"
 
 /* How soon a reason Slurm reset is shown again. */
-#define RESTAMP_NS (250 * 1000 * 1000L)
+#define RESTAMP_US 250000
 
 typedef struct {
 	uint32_t job_id;
@@ -121,23 +120,11 @@ static void _restamp(void)
 
 static void *_restamp_loop(void *arg)
 {
-	struct timespec t;
-	bool any;
-
 	(void) arg;
 	slurm_mutex_lock(&lock);
 	while (!stopping) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += RESTAMP_NS;
-		if (t.tv_nsec >= 1000000000L) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000L;
-		}
-		while (!stopping &&
-		       pthread_cond_timedwait(&wake, &lock, &t) != ETIMEDOUT)
-			;
-		any = nreasons > 0;
-		if (stopping || !any)
+		storm_wait_unless_stopped(&wake, &lock, &stopping, RESTAMP_US);
+		if (stopping || !nreasons)
 			continue;
 		/* the job lock comes first, as in storm_pend_reason_set() */
 		slurm_mutex_unlock(&lock);
@@ -150,18 +137,14 @@ static void *_restamp_loop(void *arg)
 
 extern int storm_pend_reasons_start(void)
 {
-	pthread_condattr_t attr;
 	int rc;
 
 	if (!running_in_slurmctld() || started)
 		return SLURM_SUCCESS;
-	if ((rc = pthread_condattr_init(&attr)) ||
-	    (rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) ||
-	    (rc = pthread_cond_init(&wake, &attr))) {
+	if ((rc = storm_cond_init_monotonic(&wake))) {
 		error("select/cons_tres_storm: pending reasons: %s", strerror(rc));
 		return SLURM_ERROR;
 	}
-	pthread_condattr_destroy(&attr);
 	stopping = false;
 	if ((rc = pthread_create(&thread, NULL, _restamp_loop, NULL))) {
 		error("select/cons_tres_storm: cannot start the pending reasons' thread: %s",

@@ -1,12 +1,12 @@
 /*
- * nm_deadline.c - nm_deadline.h: monotonic deadlines and condition
+ * storm_deadline.c - storm_deadline.h: monotonic deadlines and condition
  * variables.
  */
 #include <errno.h>
 
-#include "nm_deadline.h"
+#include "storm_deadline.h"
 
-extern void nm_deadline_after_us(uint64_t us, struct timespec *ts)
+extern void storm_deadline_after_us(uint64_t us, struct timespec *ts)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);
 	ts->tv_sec += (time_t) (us / 1000000);
@@ -17,17 +17,17 @@ extern void nm_deadline_after_us(uint64_t us, struct timespec *ts)
 	}
 }
 
-extern void nm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
+extern void storm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
 				   const bool *stop, uint64_t us)
 {
 	struct timespec ts;
 
-	nm_deadline_after_us(us, &ts);
+	storm_deadline_after_us(us, &ts);
 	while (!*stop && pthread_cond_timedwait(cond, lock, &ts) != ETIMEDOUT)
 		;
 }
 
-extern int nm_cond_init_monotonic(pthread_cond_t *cond)
+extern int storm_cond_init_monotonic(pthread_cond_t *cond)
 {
 	pthread_condattr_t ca;
 	int rc;

@@ -1,10 +1,10 @@
 /*
- * nm_deadline.h - the node manager's timed waits: a deadline on the
+ * storm_deadline.h - timed waits (the node manager's threads, the plugins'): a deadline on the
  * monotonic clock and a condition variable that waits on that clock, so
  * that no wait stretches or shrinks when the wall clock is set.
  */
-#ifndef STORM_NM_DEADLINE_H
-#define STORM_NM_DEADLINE_H
+#ifndef STORM_DEADLINE_H
+#define STORM_DEADLINE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -12,16 +12,16 @@
 #include <time.h>
 
 /* *ts = now (CLOCK_MONOTONIC) + us, for pthread_cond_timedwait() on a
- * condition variable from nm_cond_init_monotonic(). */
-extern void nm_deadline_after_us(uint64_t us, struct timespec *ts);
+ * condition variable from storm_cond_init_monotonic(). */
+extern void storm_deadline_after_us(uint64_t us, struct timespec *ts);
 
-/* With `lock` held: wait `us` on `cond` (from nm_cond_init_monotonic()),
+/* With `lock` held: wait `us` on `cond` (from storm_cond_init_monotonic()),
  * returning early once *stop is set (by a thread that sets it under
  * `lock` and signals `cond`); spurious wake-ups wait on. */
-extern void nm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
+extern void storm_wait_unless_stopped(pthread_cond_t *cond, pthread_mutex_t *lock,
 				   const bool *stop, uint64_t us);
 
 /* pthread_cond_init() on CLOCK_MONOTONIC; 0 or a positive errno. */
-extern int nm_cond_init_monotonic(pthread_cond_t *cond);
+extern int storm_cond_init_monotonic(pthread_cond_t *cond);
 
-#endif /* STORM_NM_DEADLINE_H */
+#endif /* STORM_DEADLINE_H */
