@@ -96,6 +96,30 @@ def stop_clusters_on_signals():
         signal.signal(s, _exit)
 
 
+def _ns_id(st):
+    """A namespace's identity from the stat of its /proc/PID/ns file."""
+    return (st.st_dev, st.st_ino)
+
+
+def _pin_ns(pid):
+    """An open fd on pid's mount namespace, or None while it is still ours.
+
+    A namespace's inode number is freed with its last reference and the
+    kernel hands the lowest free number to the next namespace created on
+    the host, of any cluster: a number recorded for a namespace that died
+    (the one of a slurmd restarted mid-run) may name another cluster's node
+    by the time stop() kills "the node's" processes.  The fd is such a
+    reference: the number stays this namespace's until stop() closes it."""
+    fd = os.open("/proc/%d/ns/mnt" % pid, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _ns_id(os.fstat(fd)) != _ns_id(os.stat("/proc/self/ns/mnt")):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def _port_free(port):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -241,7 +265,11 @@ class Cluster:
         self.name = name or ("s" + hashlib.sha1(self.dir.encode()).hexdigest()[:8])
         self.hostname = socket.gethostname()
         self.procs = {}          # name -> Popen
-        self.node_ns = {}        # node name -> mount namespace inodes, oldest first
+        # node name -> open fds on its mount namespaces, oldest first: held
+        # open, a namespace outlives its processes, so its inode number is
+        # not given to a namespace of another cluster (or another suite run
+        # side by side) that stop() would then SIGKILL (see _pin_ns)
+        self.node_ns = {}
         self.port_base = None
         self.port_lock = None    # fd holding port_base's range (hold_port_base)
         self.env = None
@@ -570,11 +598,11 @@ class Cluster:
         # a namespace not recorded is a node whose processes stop() misses.
         def recorded_or_exited():
             with contextlib.suppress(OSError):
-                ns = os.stat("/proc/%d/ns/mnt" % p.pid).st_ino
-                if ns != os.stat("/proc/self/ns/mnt").st_ino:
+                fd = _pin_ns(p.pid)
+                if fd is not None:
                     # A restarted slurmd gets a new namespace; what the old
                     # one started (the node manager) lives on in the old.
-                    self.node_ns.setdefault(node, []).append(ns)
+                    self.node_ns.setdefault(node, []).append(fd)
                     return True
             return p.poll() is not None
 
@@ -704,12 +732,12 @@ class Cluster:
     def ns_pids(self, node):
         """Every process a node started (slurmd, stepds, tasks, its node
         manager), found by the node's mount namespaces."""
-        nss = set(self.node_ns.get(node, ()))
+        nss = {_ns_id(os.fstat(fd)) for fd in self.node_ns.get(node, ())}
         pids = []
         for d in os.listdir("/proc"):
             if d.isdigit():
                 try:
-                    if os.stat("/proc/%s/ns/mnt" % d).st_ino in nss:
+                    if _ns_id(os.stat("/proc/%s/ns/mnt" % d)) in nss:
                         pids.append(int(d))
                 except OSError:
                     pass
@@ -821,6 +849,10 @@ class Cluster:
                     os.kill(pid, signal.SIGKILL)
         self.thaw_all()
         self.procs.clear()
+        for fds in self.node_ns.values():
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self.node_ns.clear()
         self._remove_cgroups(self.cgroup_root("freezer"))
         self._remove_cgroups(self.cgroup_root("cpu"))
