@@ -5,6 +5,8 @@
  *   stormctl show [--json] [--status FILE]
  *                                  the gang scheduler: time-slot matrix,
  *                                  current slot, quantum, per-node acks
+ *   stormctl now [--json] [--follow MS] [--now FILE | --status FILE]
+ *                                  the slot the nodes run at this instant
  *
  * See stormctl(1).
  */
@@ -14,6 +16,7 @@
 
 #include "src/common/storm_conf.h"
 
+#include "stormctl_now.h"
 #include "stormctl_show.h"
 
 static void usage(FILE *fp)
@@ -21,12 +24,16 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: stormctl check-config [FILE]\n"
 		"       stormctl show [--json] [--status FILE]\n"
+		"       stormctl now [--json] [--follow MS] [--now FILE | --status FILE]\n"
 		"  check-config  parse storm.conf (FILE, else $STORM_CONF, else\n"
 		"                storm.conf beside $SLURM_CONF or /etc/slurm) and\n"
 		"                print the effective configuration\n"
 		"  show          the gang scheduler's time-slot matrix, current\n"
 		"                slot, quantum and per-node acknowledgement latency;\n"
-		"                --json: the parsed status file as one JSON object\n");
+		"                --json: the parsed status file as one JSON object\n"
+		"  now           the slot the nodes run at this instant, from the\n"
+		"                machine manager's last strobe; --follow MS: a line\n"
+		"                every MS milliseconds until killed\n");
 }
 
 static int check_config(const char *file)
@@ -63,6 +70,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "show")) {
 		int rc = show_main(argc - 2, argv + 2);
+
+		if (rc >= 0)
+			return rc;
+	}
+	if (!strcmp(argv[1], "now")) {
+		int rc = now_main(argc - 2, argv + 2);
 
 		if (rc >= 0)
 			return rc;

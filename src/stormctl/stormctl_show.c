@@ -8,38 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "src/common/storm_status.h"
 
+#include "stormctl_paths.h"
 #include "stormctl_show.h"
-
-/* The StateSaveLocation of slurm.conf ($SLURM_CONF or /etc/slurm). */
-static int state_dir(char *buf, size_t len)
-{
-	const char *conf = getenv("SLURM_CONF");
-	char line[4096];
-	FILE *fp = fopen(conf ? conf : "/etc/slurm/slurm.conf", "r");
-	int rc = -1;
-
-	if (!fp)
-		return -1;
-	while (fgets(line, sizeof(line), fp)) {
-		char *p = line;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (!strncasecmp(p, "StateSaveLocation=", 18)) {
-			p += 18;
-			p[strcspn(p, " \t\r\n#")] = '\0';
-			snprintf(buf, len, "%s", p);
-			rc = 0;
-		}
-	}
-	fclose(fp);
-	return rc;
-}
 
 static void print_header(const char *path, const storm_status_hdr_t *h)
 {
@@ -171,22 +145,11 @@ static void print_lists(const storm_status_t *st)
 /* The status file: --status FILE, else StateSaveLocation's. */
 static int status_path(const char *file, char *path, size_t len)
 {
-	char dir[4096];
-
 	if (file) {
 		snprintf(path, len, "%s", file);
 		return 0;
 	}
-	if (state_dir(dir, sizeof(dir))) {
-		fprintf(stderr, "stormctl: no StateSaveLocation in slurm.conf; use --status FILE\n");
-		return -1;
-	}
-	if (storm_status_path(dir, path, len)) {
-		fprintf(stderr, "stormctl: StateSaveLocation too long: %s\n",
-			dir);
-		return -1;
-	}
-	return 0;
+	return stormctl_state_path(STORM_STATUS_FILE, path, len);
 }
 
 static int show(const char *file, bool json)

@@ -55,7 +55,7 @@ function drawSummary(st) {
   const h = st.header;
   const s = document.getElementById("summary");
   setText(s, "quantum " + (h.quantum_us / 1000).toFixed(3) + " ms (measured " +
-    (h.period_us / 1000).toFixed(3) + " ms), slot " + (h.nslots ? h.slot : 0) + " of " + h.nslots +
+    (h.period_us / 1000).toFixed(3) + " ms), " + h.nslots + " slot" + (h.nslots === 1 ? "" : "s") +
     ", epoch " + h.epoch + ", " + h.quanta + " quanta, strobe " + h.strobe_us + " us, confirm " +
     h.confirm_us + " us, switch skew " +
     (st.switch_skew_us === null || st.switch_skew_us === undefined ? "-" : (st.switch_skew_us / 1000).toFixed(3) + " ms") +
@@ -73,12 +73,10 @@ function drawMatrix(st) {
   st.nodes.forEach((n, i) => setText(head[i + 1], n.name));
   for (let s = 0; s < nslots; s++) {
     const tr = rows[s + 1];
-    const running = st.header.nslots > 0 && s === st.header.slot;
-    setClass(tr, running ? "running" : "");
     setData(tr, "slot", s);
     const row = kids(tr, st.nodes.length + 1, () => el("td"));
     if (row[0].tagName !== "TH") tr.replaceChild(el("th"), row[0]);
-    setText(row[0], (running ? "\u25b6 " : "") + s);
+    setText(row[0], s);
     st.nodes.forEach((n, i) => {
       let owner = null, filler = null;
       for (const j of st.jobs) {
@@ -95,6 +93,31 @@ function drawMatrix(st) {
       setData(td, "job", j ? j.job_id : null);
     });
   }
+  drawRunning();
+}
+
+// The running slot: sampled five times a second from the Machine
+// Manager's last strobe (the "now" updates) while they come and agree with
+// the matrix, else the slot of the last status.  Only two rows change.
+let lastStatus = null, lastNow = null, lastNowAt = 0;
+const NOW_FRESH_MS = 1000;
+function drawRunning() {
+  const st = lastStatus;
+  if (!st) return;
+  const nslots = st.header.nslots;
+  const fresh = lastNow && performance.now() - lastNowAt < NOW_FRESH_MS && lastNow.nslots === Math.max(nslots, 1);
+  const slot = fresh ? lastNow.slot : st.header.slot;
+  const rows = document.getElementById("matrix").rows;
+  for (let s = 0; s + 1 < rows.length; s++) {
+    const running = nslots > 0 && s === slot;
+    setClass(rows[s + 1], running ? "running" : "");
+  }
+  const e = document.getElementById("now");
+  setText(e, nslots > 0 ? "running slot " + slot + (fresh ? ", quantum " + lastNow.quantum :
+    " (at the last status)") : "");
+  setData(e, "slot", nslots > 0 ? slot : null);
+  setData(e, "quantum", fresh ? lastNow.quantum : null);
+  setData(e, "sampled", fresh ? "strobe" : "status");
 }
 
 function makeTile() {
@@ -202,6 +225,7 @@ function showError(msg) {
 }
 
 function drawStatus(st) {
+  lastStatus = st;
   showError(st.error ? "last read failed: " + st.error : "");
   drawSummary(st);
   drawMatrix(st);
@@ -219,8 +243,8 @@ function drawAge(age) {
 }
 
 // One stream from storm-web (/api/v1/stream), five updates a second: the
-// new status when the Machine Manager wrote one, else its age; the event
-// log when it grew.  Each is drawn in place, writing only what differs, so
+// new status when the Machine Manager wrote one, else its age; the running
+// slot at that instant; the event log when it grew.  Each is drawn in place, writing only what differs, so
 // the page is redrawn only when the data changed.  The browser reconnects
 // by itself when the stream breaks.
 let updates = 0;
@@ -238,6 +262,11 @@ function counted(f) {
 const stream = new EventSource("/api/v1/stream");
 stream.addEventListener("status", counted(st => { drawStatus(st); drawAge(st.age); }));
 stream.addEventListener("tick", counted(t => drawAge(t.age)));
+stream.addEventListener("now", counted(n => {
+  lastNow = n;
+  lastNowAt = performance.now();
+  drawRunning();
+}));
 stream.addEventListener("events", counted(e => drawEvents(e.events)));
 stream.addEventListener("unavailable", counted(e => showError(e.error)));
 stream.addEventListener("error", () => {

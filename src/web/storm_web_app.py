@@ -57,8 +57,10 @@ def _unavailable(err):
     return _json({"error": "no status from the Machine Manager: %s" % err}, status=503)
 
 
-def make_app(source, static_dir=HERE):
-    """The aiohttp application serving SOURCE (storm_web_status.StatusSource)."""
+def make_app(source, now=None, static_dir=HERE):
+    """The aiohttp application serving SOURCE (storm_web_status.StatusSource)
+    and NOW (storm_web_now.NowSource: the running slot, sampled; None:
+    the status' slot only)."""
     files = {}
     for path, (name, ctype) in STATIC.items():
         with open(os.path.join(static_dir, name), "rb") as f:
@@ -68,7 +70,7 @@ def make_app(source, static_dir=HERE):
         body, ctype = files[request.path]
         return web.Response(body=body, headers={"Content-Type": ctype})
 
-    live = storm_web_live.Live(source, SECURITY_HEADERS)
+    live = storm_web_live.Live(source, SECURITY_HEADERS, now)
 
     async def status(request):
         return await live.status(request, _unavailable)
@@ -91,7 +93,16 @@ def make_app(source, static_dir=HERE):
 
     async def index(request):
         return _json({"version": 1, "paths": [API + "/status", API + "/header", API + "/nodes",
-                                              API + "/jobs", API + "/events", API + "/stream"]})
+                                              API + "/jobs", API + "/events", API + "/now",
+                                              API + "/stream"]})
+
+    async def running(request):
+        d = now.get() if now is not None else None
+        if d is None:
+            err = now.error if now is not None else "not enabled"
+            return _json({"error": "no running slot from the Machine Manager: %s" %
+                          (err or "its last strobe is stale")}, status=503)
+        return _json(d)
 
     async def no_icon(request):
         return web.Response(status=204)
@@ -104,7 +115,16 @@ def make_app(source, static_dir=HERE):
     app.router.add_get(API, index)
     app.router.add_get(API + "/status", status)
     app.router.add_get(API + "/events", events)
+    app.router.add_get(API + "/now", running)
     app.router.add_get(API + "/stream", live.stream)
     app.on_shutdown.append(live.close)
+    if now is not None:
+        async def start_now(app):
+            now.start()
+
+        async def stop_now(app):
+            await now.stop()
+        app.on_startup.append(start_now)
+        app.on_cleanup.append(stop_now)
     app.router.add_get(API + "/{part:header|nodes|jobs}", part)
     return app

@@ -9,9 +9,10 @@ change, not once per request, and served two ways:
 - /api/v1/stream (text/event-stream, what the page uses): one connection
   that stays open; every TICK_S it carries either the new status (event
   "status", the same bytes as /api/v1/status), or, when nothing changed, a
-  few bytes with the status' age (event "tick"); the event log (event
-  "events") and a status that cannot be read (event "unavailable") when
-  they change.  A tick on an open stream costs the browser far less than a
+  few bytes with the status' age (event "tick"); every update also
+  carries the running slot sampled at that instant (event "now",
+  storm_web_now.py); the event log (event "events") and a status that
+  cannot be read (event "unavailable") when they change.  A tick on an open stream costs the browser far less than a
   request: no new request to route, no headers to parse.
 """
 import asyncio
@@ -60,8 +61,9 @@ class Live:
     """The cached answers of SOURCE (storm_web_status.StatusSource) and the
     page's stream."""
 
-    def __init__(self, source, security_headers):
+    def __init__(self, source, security_headers, now=None):
         self.source = source
+        self.now = now
         self.security_headers = security_headers
         boot = "%x" % time.time_ns()
         self.status_cache, self.events_cache = Cached(boot), Cached(boot)
@@ -138,6 +140,11 @@ class Live:
                     age = self.source.age()
                     out.append(_event(b"tick", b'{"age":%s}' % (
                         b"null" if age is None else b"%.1f" % age)))
+            now = self.now.get() if self.now is not None else None
+            if now is not None:
+                # small and different every time: never cached
+                out.append(_event(b"now", json.dumps(
+                    {k: now[k] for k in ("slot", "nslots", "quantum", "quantum_us")}).encode()))
             if self.source.nevents != sent_events:
                 sent_events = self.source.nevents
                 out.append(_event(b"events", self.events_cache.get(sent_events, self._events)))

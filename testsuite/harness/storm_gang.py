@@ -154,6 +154,27 @@ def mm_status(cluster):
     return hdr, nodes, jobs
 
 
+def mm_now(cluster, follow_ms=None, seconds=None):
+    """Where the schedule is now, from the MM's last strobe, read through its
+    one definition (src/common/storm_now.h) by `stormctl now --json`: a
+    dict, or None while there is none.  With follow_ms, every line `stormctl
+    now --follow` printed in `seconds` (errors included, as dicts with
+    "error")."""
+    args = [cluster.stormctl, "now", "--json", "--status",
+            cluster.path("state", "storm-mm.status")]
+    if follow_ms is None:
+        r = subprocess.run(args, capture_output=True, text=True)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+    p = subprocess.Popen(args + ["--follow", str(follow_ms)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        out, _ = p.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return [json.loads(x) for x in out.splitlines() if x.strip()]
+
+
 def submit_spinner(cluster, nodes, name="spin", cpus=None, extra=()):
     """A batch job with one CPU-bound task per node on exactly `nodes`."""
     cpus = cpus or cluster.cpus

@@ -110,6 +110,15 @@ def _matrix(d):
     return cells, running
 
 
+def _running(d):
+    """The running slot as the page shows it above the matrix: (slot, what
+    it was sampled from: "strobe" or "status", quantum or None)."""
+    slot, how, q = d.execute_script("""
+        const e = document.getElementById('now');
+        return [e.dataset.slot, e.dataset.sampled, e.dataset.quantum];""")
+    return (None if slot is None else int(slot), how, None if q is None else int(q))
+
+
 def _tile_state(d, node):
     return d.execute_script("""
         const t = Array.from(document.querySelectorAll('#nodes .tile')).find(e => e.dataset.node === arguments[0]);
@@ -141,11 +150,26 @@ def test_page_shows_pair_slots_and_hostile_name_as_text(gangweb, web, pair, page
         assert {cells[0][n], cells[1][n]} == {str(a), str(b)}, cells
         assert cells[int(jobs[a]["slot"])][n] == str(a), cells
         assert _tile_state(d, n) == "live"
-    # the running slot moves: the MM writes its status once a second, the
-    # page samples it; at a 40 ms quantum both slots show within seconds
-    seen = set()
-    poll(lambda: seen.add(_matrix(d)[1]) or seen >= {0, 1}, 60, period=0.2)
+    # the running slot moves at the real quantum: the page samples it from
+    # the MM's last strobe (not from the status, written once a second); its
+    # quantum goes past what `stormctl now` said before the page was read
+    # (a sample may be a few tenths of a second old) and not past what it
+    # said after
+    q0 = g.mm_now(c)["quantum"]
+    seen, quanta = set(), set()
+
+    def sample():
+        slot, how, q = _running(d)
+        running = _matrix(d)[1]
+        assert how == "strobe", how
+        seen.add(running)
+        quanta.add(q)
+        return seen >= {0, 1} and len(quanta) > 3
+    poll(sample, 60, period=0.1)
     assert seen >= {0, 1}, seen
+    assert len(quanta) > 3, quanta
+    q1 = g.mm_now(c)["quantum"]
+    assert q0 < max(quanta) <= q1, (q0, sorted(quanta), q1)
     d.save_screenshot(c.path("log", "web-page.png"))
 
 
@@ -163,6 +187,37 @@ def _metrics(web, families=None):
         for s in fam.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
+
+
+def test_running_slot_follows_the_strobes(gangweb, web, pair):
+    """`stormctl now` and /api/v1/now: where the schedule is at an instant,
+    from the MM's last strobe, at the real quantum."""
+    c = gangweb
+    hdr, _, _ = g.mm_status(c)
+    lines = g.mm_now(c, follow_ms=20, seconds=2)
+    assert len(lines) > 10, lines
+    assert not [x for x in lines if "error" in x], lines
+    for x in lines:
+        assert x["nslots"] == 2 and x["quantum_us"] == Q_MS * 1000 and not x["stale"], x
+        assert str(x["mm_id"]) == hdr["mm_id"], (x, hdr["mm_id"])
+    # the quantum count never goes back, moves on within the 2 s, and the
+    # slot changes only with it: two samples in one quantum name one slot
+    qs = [x["quantum"] for x in lines]
+    assert qs == sorted(qs) and qs[-1] > qs[0], qs
+    for a, b in zip(lines, lines[1:]):
+        if a["quantum"] == b["quantum"] and a["epoch"] == b["epoch"]:
+            assert a["slot"] == b["slot"], (a, b)
+    assert {x["slot"] for x in lines} == {0, 1}, lines
+    # storm-web serves the same: a sample of the last 0.2 s, newer than the
+    # first of those lines, not newer than a reading after it
+    st, _, body = web.request("/api/v1/now")
+    after = g.mm_now(c)["quantum"]
+    assert st == 200, body
+    now = json.loads(body)
+    assert now["nslots"] == 2 and now["slot"] in (0, 1), now
+    assert qs[0] < now["quantum"] <= after, (qs, now, after)
+    st, _, body = web.request("/api/v1")
+    assert "/api/v1/now" in json.loads(body)["paths"]
 
 
 def test_metrics_agree_with_stormctl_show(gangweb, web, pair):

@@ -3,7 +3,8 @@ configuration.  It serves the page and says what is wrong (503 with the
 reason, storm_web_status_up 0, nodes "unknown" on a stale status); a bad
 configuration stops it with a message naming the file and line.  What it
 sends the page: a status once per change (ETag and 304 for a GET, the
-page's stream of status, ticks and the event log).  No cluster: stormctl
+page's stream of status, ticks and the event log); no running slot
+without the MM's strobe file.  No cluster: stormctl
 from the build reads files the test writes."""
 import http.client
 import json
@@ -170,6 +171,30 @@ def test_stream_without_a_status_says_why(tmp_path):
         c, evs = w.stream(1)
         c.close()
         assert evs[0][0] == "unavailable" and "storm-mm.status" in evs[0][1]["error"], evs
+    finally:
+        w.stop()
+
+
+def test_no_running_slot_without_the_mms_strobes(tmp_path):
+    """/api/v1/now: the running slot from storm-mm.now (the MM's last
+    strobe, beside the status); without one, or with one that is not, a
+    503 with the reason, and the page's stream carries no "now" updates
+    (the page shows the status' slot)."""
+    path = tmp_path / "storm-mm.status"
+    path.write_text(STALE % time.time())
+    w = Web(str(path))
+    try:
+        def reason():
+            st, body = w.get("/api/v1/now")
+            assert st == 503, body
+            return json.loads(body)["error"]
+        wait_for(lambda: "storm-mm.now" in reason() and "No such file" in reason(), 10,
+                 "the missing file named")
+        (tmp_path / "storm-mm.now").write_bytes(b"\0" * 128)
+        wait_for(lambda: "not a STORM now file" in reason(), 10, "the bad file named")
+        c, evs = w.stream(6)
+        c.close()
+        assert "now" not in [e[0] for e in evs], evs
     finally:
         w.stop()
 

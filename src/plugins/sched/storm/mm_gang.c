@@ -25,7 +25,8 @@
  *      multicasts the strobe {epoch, slot, the instant to switch at}
  *      (XFER-AND-SIGNAL, remote event) to the live nodes (mm_strobe.c);
  *      the strobe is also the heartbeat, so it runs even when nothing
- *      time-shares;
+ *      time-shares; each strobe sent is copied into the mapped file views
+ *      read the running slot from (storm_now.h);
  *   5. rewrites the status file that `stormctl show` reads, once a second
  *      (mm_status.c);
  *   6. sleeps until the next quantum boundary (absolute time, so a slow
@@ -99,6 +100,7 @@ static mm_t mm_state = {
 	.wake = PTHREAD_COND_INITIALIZER,
 	.span = 1,
 	.prio = -1,
+	.now = STORM_NOW_WRITER_INIT,
 };
 
 /* Exponential moving average, 1/8 weight for the new sample. */
@@ -410,6 +412,7 @@ static void mm_finish(mm_t *mm)
 		mm_strobe_release_all(mm);
 		mm_fabric_close(mm);
 	}
+	mm_status_now_close(mm);
 	mm_matrix_free(&mm->matrix);
 	mm_table_free(&mm->table);
 	xfree(mm->scratch);
@@ -427,6 +430,7 @@ static void *mm_main(void *arg)
 	mm->clk.last_span = 1;
 	mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
 	info("sched/storm: machine manager thread started (mm)");
+	mm_status_now_open(mm);
 
 	slurm_mutex_lock(&mm->mutex);
 	while (!mm->stopping) {

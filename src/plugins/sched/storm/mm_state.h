@@ -13,6 +13,7 @@
 
 #include "src/common/storm_conf.h"
 #include "src/common/storm_hist.h"
+#include "src/common/storm_now.h"
 #include "src/stormmech/stormmech.h"
 
 #include "mm_matrix.h"
@@ -116,6 +117,7 @@ typedef struct mm {
 	int prio;			/* the thread's: 0 normal, -1 unknown */
 	bool prio_warned;
 	mm_clock_t clk;
+	storm_now_writer_t now;		/* the last strobe, for readers */
 } mm_t;
 
 static inline uint64_t mm_now_ns(clockid_t clk)

@@ -1,5 +1,6 @@
 /*
- * mm_status.c - the Machine Manager's status file, through storm_status.h.
+ * mm_status.c - the Machine Manager's status file, through storm_status.h,
+ * and its last strobe's file, through storm_now.h.
  */
 #include "config.h"
 
@@ -296,4 +297,25 @@ extern void mm_status_write(const mm_t *mm)
 		      strerror(-rc));
 done:
 	xfree(path);
+}
+
+extern void mm_status_now_open(mm_t *mm)
+{
+	char *path;
+	int rc;
+
+	if (mm->now.page || !slurm_conf.state_save_location)
+		return;
+	path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
+			      STORM_NOW_FILE);
+	rc = storm_now_open(&mm->now, path);
+	if (rc)
+		error("%s: cannot create %s: %s; views show the running slot once a second",
+		      MM_PREFIX, path, strerror(-rc));
+	xfree(path);
+}
+
+extern void mm_status_now_close(mm_t *mm)
+{
+	storm_now_close(&mm->now);
 }

@@ -107,6 +107,8 @@ extern int mm_strobe_send(mm_t *mm, uint32_t slot, uint32_t nq,
 	} while (rc && storm_set_count(&failed) &&
 		 mm_faults_sort_out(mm, &failed, "missed a strobe") &&
 		 ++tries < 2);
+	if (!rc)	/* what the nodes run now, for views (storm_now.h) */
+		storm_now_publish(&mm->now, &s, mm->nquanta);
 	return rc;
 }
 
