@@ -600,12 +600,16 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		    size_t outlen)
 {
 	int nfrozen = 0, nidle_now = 0, nbatch_idle = 0, o;
-	uint64_t now = now_ns(CLOCK_MONOTONIC), oldest = 0;
+	uint64_t now, oldest = 0;
 	int64_t off = 0;
 	uint64_t unc = 0;
 	bool known = nm_clock_estimate(&off, &unc);
 
 	pthread_mutex_lock(&G.lock);
+	/* read under the lock: taken before it, a switch made while this
+	 * thread waited would be "frozen" since an instant after now, and the
+	 * unsigned age wrapped to 2^64 ns */
+	now = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < G.njobs; i++) {
 		bool whole = G.jobs[i].how == STORM_GANG_SWITCH_IDLE;
 
