@@ -93,31 +93,45 @@ function drawMatrix(st) {
       setData(td, "job", j ? j.job_id : null);
     });
   }
+  placeMarker();
   drawRunning();
 }
 
 // The running slot: sampled five times a second from the Machine
-// Manager's last strobe (the "now" updates) while they come and agree with
-// the matrix, else the slot of the last status.  Only two rows change.
-let lastStatus = null, lastNow = null, lastNowAt = 0;
+// Manager's last strobe (each tick's "now") while they come and agree with
+// the matrix, else the slot of the last status.  It is one box over the
+// matrix in a layer of its own, moved by a transform: a move is composited,
+// never laid out or painted again.  Its geometry is read when the matrix
+// is drawn (once per status).
+let lastStatus = null, lastNow = null, lastNowAt = 0, rowTops = [];
 const NOW_FRESH_MS = 1000;
+function placeMarker() {
+  const t = document.getElementById("matrix"), m = document.getElementById("marker");
+  rowTops = [];
+  // a row's offsetTop is from the table, the table's from #matrix-wrap
+  for (let s = 1; s < t.rows.length; s++) rowTops.push(t.offsetTop + t.rows[s].offsetTop);
+  if (t.rows.length > 1) {
+    const h = t.rows[1].offsetHeight + "px", w = t.offsetLeft + t.offsetWidth + "px";
+    if (m.style.height !== h) m.style.height = h;
+    if (m.style.width !== w) m.style.width = w;
+  }
+}
 function drawRunning() {
   const st = lastStatus;
   if (!st) return;
   const nslots = st.header.nslots;
   const fresh = lastNow && performance.now() - lastNowAt < NOW_FRESH_MS && lastNow.nslots === Math.max(nslots, 1);
-  const slot = fresh ? lastNow.slot : st.header.slot;
-  const rows = document.getElementById("matrix").rows;
-  for (let s = 0; s + 1 < rows.length; s++) {
-    const running = nslots > 0 && s === slot;
-    setClass(rows[s + 1], running ? "running" : "");
-  }
-  const e = document.getElementById("now");
-  setText(e, nslots > 0 ? "running slot " + slot + (fresh ? ", quantum " + lastNow.quantum :
-    " (at the last status)") : "");
-  setData(e, "slot", nslots > 0 ? slot : null);
+  const slot = nslots > 0 ? (fresh ? lastNow.slot : st.header.slot) : null;
+  const m = document.getElementById("marker"), e = document.getElementById("now");
+  const show = slot !== null && slot < rowTops.length;
+  if (m.hidden !== !show) m.hidden = !show;
+  const tf = show ? "translateY(" + rowTops[slot] + "px)" : "";
+  if (show && m.stormTransform !== tf) { m.style.transform = tf; m.stormTransform = tf; }
+  setData(m, "slot", show ? slot : null);
+  setText(e, show ? "running slot " + slot + (fresh ? "" : " (at the last status)") : "");
+  setData(e, "slot", show ? slot : null);
   setData(e, "quantum", fresh ? lastNow.quantum : null);
-  setData(e, "sampled", fresh ? "strobe" : "status");
+  setData(e, "sampled", show ? (fresh ? "strobe" : "status") : null);
 }
 
 function makeTile() {
@@ -243,8 +257,9 @@ function drawAge(age) {
 }
 
 // One stream from storm-web (/api/v1/stream), five updates a second: the
-// new status when the Machine Manager wrote one, else its age; the running
-// slot at that instant; the event log when it grew.  Each is drawn in place, writing only what differs, so
+// new status when the Machine Manager wrote one, the event log when it
+// grew, and every time a tick: the status' age and the running slot at that
+// instant.  Each is drawn in place, writing only what differs, so
 // the page is redrawn only when the data changed.  The browser reconnects
 // by itself when the stream breaks.
 let updates = 0;
@@ -261,10 +276,12 @@ function counted(f) {
 
 const stream = new EventSource("/api/v1/stream");
 stream.addEventListener("status", counted(st => { drawStatus(st); drawAge(st.age); }));
-stream.addEventListener("tick", counted(t => drawAge(t.age)));
-stream.addEventListener("now", counted(n => {
-  lastNow = n;
-  lastNowAt = performance.now();
+stream.addEventListener("tick", counted(t => {
+  drawAge(t.age);
+  if (t.now) {
+    lastNow = t.now;
+    lastNowAt = performance.now();
+  }
   drawRunning();
 }));
 stream.addEventListener("events", counted(e => drawEvents(e.events)));

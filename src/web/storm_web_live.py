@@ -7,13 +7,13 @@ change, not once per request, and served two ways:
 - /api/v1/status and /api/v1/events: one GET each, with an ETag; a client
   that sends If-None-Match with the current one gets a 304 and no body.
 - /api/v1/stream (text/event-stream, what the page uses): one connection
-  that stays open; every TICK_S it carries either the new status (event
-  "status", the same bytes as /api/v1/status), or, when nothing changed, a
-  few bytes with the status' age (event "tick"); every update also
-  carries the running slot sampled at that instant (event "now",
-  storm_web_now.py); the event log (event "events") and a status that
-  cannot be read (event "unavailable") when they change.  A tick on an open stream costs the browser far less than a
-  request: no new request to route, no headers to parse.
+  that stays open; every TICK_S it carries the new status when it changed
+  (event "status", the same bytes as /api/v1/status), the event log
+  (event "events") when it grew, a status that cannot be read (event
+  "unavailable") when that changes, and always a few bytes with the
+  status' age and the running slot sampled at that instant (event "tick",
+  storm_web_now.py).  A tick on an open stream costs the browser far less
+  than a request: no new request to route, no headers to parse.
 """
 import asyncio
 import json
@@ -135,19 +135,18 @@ class Live:
                     out.append(_event(b"status", self.status_cache.get(
                         key, lambda: self._status(st, err))))
                     sent_status, sent_error = key, None
-                else:
-                    # nothing new: how old the status now is, from its file
-                    age = self.source.age()
-                    out.append(_event(b"tick", b'{"age":%s}' % (
-                        b"null" if age is None else b"%.1f" % age)))
-            now = self.now.get() if self.now is not None else None
-            if now is not None:
-                # small and different every time: never cached
-                out.append(_event(b"now", json.dumps(
-                    {k: now[k] for k in ("slot", "nslots", "quantum", "quantum_us")}).encode()))
             if self.source.nevents != sent_events:
                 sent_events = self.source.nevents
                 out.append(_event(b"events", self.events_cache.get(sent_events, self._events)))
+            # every update: how old the status is, from its file, and the
+            # running slot at this instant (one event: each one the page
+            # handles costs it a task)
+            age = self.source.age()
+            tick = {"age": None if age is None else round(age, 1)}
+            running = self.now.get() if self.now is not None else None
+            if running is not None:
+                tick["now"] = {k: running[k] for k in ("slot", "nslots", "quantum", "quantum_us")}
+            out.append(_event(b"tick", json.dumps(tick).encode()))
             await self._write(resp, b"".join(out))
             next_t += TICK_S
             now = loop.time()

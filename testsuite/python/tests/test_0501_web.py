@@ -95,19 +95,25 @@ def _jobs_shown(d):
 
 
 def _matrix(d):
-    """{slot: {node: job id text}} as the matrix shows it, and the running slot."""
-    nodes, rows = d.execute_script("""
+    """{slot: {node: job id text}} as the matrix shows it, and the running
+    slot: the row the frame (#marker) is drawn over, checked against the
+    slot it says it marks."""
+    nodes, rows, marked, over = d.execute_script("""
         const t = document.getElementById('matrix');
         const nodes = t.rows.length ? Array.from(t.rows[0].cells).slice(1).map(c => c.innerText) : [];
-        const rows = Array.from(t.querySelectorAll('tr[data-slot]')).map(tr =>
-            [Number(tr.dataset.slot), tr.className, Array.from(tr.cells).slice(1).map(c => c.innerText)]);
-        return [nodes, rows];""")
-    cells, running = {}, None
-    for s, cls, texts in rows:
-        cells[s] = dict(zip(nodes, texts))
-        if "running" in cls:
-            running = s
-    return cells, running
+        const trs = Array.from(t.querySelectorAll('tr[data-slot]'));
+        const rows = trs.map(tr => [Number(tr.dataset.slot), Array.from(tr.cells).slice(1).map(c => c.innerText)]);
+        const m = document.getElementById('marker');
+        if (m.hidden) return [nodes, rows, null, []];
+        const r = m.getBoundingClientRect();
+        const over = trs.filter(tr => Math.abs(tr.getBoundingClientRect().top - r.top) < 3)
+                        .map(tr => Number(tr.dataset.slot));
+        return [nodes, rows, Number(m.dataset.slot), over];""")
+    cells = {s: dict(zip(nodes, texts)) for s, texts in rows}
+    if marked is None:
+        return cells, None
+    assert over == [marked], (marked, over)
+    return cells, marked
 
 
 def _running(d):
