@@ -275,22 +275,7 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 			0xffffffull) << 32;
 	for (int i = 0; i < STORM_MAX_RANKS; i++)
 		ctx->peer[i] = FI_ADDR_NOTAVAIL;
-	{
-		/* Priority inheritance: the lock is taken by real-time threads
-		 * (a node manager's heartbeat, fail-safe and gang threads, the
-		 * progress thread) and by ordinary ones whose receive callbacks
-		 * may run long under it (a broadcast's manifest); on a busy host
-		 * an ordinary holder preempted by the load would otherwise keep
-		 * a heartbeat waiting until its node looked dead.  Without PI
-		 * (ENOTSUP), a plain mutex. */
-		pthread_mutexattr_t ma;
-
-		pthread_mutexattr_init(&ma);
-		if (pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT) ||
-		    pthread_mutex_init(&ctx->lock, &ma))
-			pthread_mutex_init(&ctx->lock, NULL);
-		pthread_mutexattr_destroy(&ma);
-	}
+	pthread_mutex_init(&ctx->lock, NULL);
 	{
 		pthread_condattr_t ca;
 
