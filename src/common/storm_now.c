@@ -32,13 +32,6 @@ typedef struct now_page {
 	uint64_t strobe[NOW_WORDS];
 } now_page_t;
 
-extern int storm_now_path(const char *dir, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s", dir, STORM_NOW_FILE);
-
-	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
-}
-
 /* ------------------------------------------------------------ writer */
 
 extern int storm_now_open(storm_now_writer_t *w, const char *path)

@@ -57,9 +57,6 @@ typedef struct storm_now_writer {
 
 #define STORM_NOW_WRITER_INIT { .fd = -1, .page = NULL }
 
-/* "DIR/storm-mm.now" into buf; -ENAMETOOLONG if it does not fit. */
-extern int storm_now_path(const char *dir, char *buf, size_t len);
-
 /* Writer: create PATH (mode 0644) and map it.  0 or -errno; *w unchanged
  * on failure.  Publishing on a writer that is not open does nothing. */
 extern int storm_now_open(storm_now_writer_t *w, const char *path);
