@@ -162,6 +162,25 @@ static void report(int ready_fd, char verdict)
 	}
 }
 
+/*
+ * libfabric brought in libinfinipath, whose handlers end the process with
+ * exit(1) on a fault or an abort (stormmech.h): a node manager that
+ * crashes must leave a core and run no exit handler under its live
+ * threads.  SIGTERM and SIGINT are ours just below.
+ */
+static void reclaim_signals(void)
+{
+	uint64_t mask = 0;
+	int rc = storm_signals_reclaim(NULL, NULL, &mask);
+
+	if (rc)
+		nm_error("cannot take the signal handlers back from the library loaded with libfabric: %s",
+			 strerror(-rc));
+	else if (mask)
+		nm_debug("took %d signal handlers back from a library loaded with libfabric",
+			 __builtin_popcountll(mask));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -253,6 +272,7 @@ int main(int argc, char **argv)
 	}
 	nm_log_set_tag(nm->node);
 	write_pid(nm);
+	reclaim_signals();
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

@@ -123,6 +123,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <signal.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -377,6 +378,26 @@ int storm_caw(storm_ctx_t *ctx, const storm_set_t *set, int var,
 	      uint64_t write_value, storm_set_t *unreachable);
 
 const char *storm_strerror(int err);
+
+/*
+ * Signals taken at load time.  libfabric's PSM provider pulls in
+ * libinfinipath, whose constructor catches SIGINT, SIGTERM, SIGABRT,
+ * SIGSEGV, SIGBUS and SIGILL with a handler that prints a backtrace and
+ * calls exit(1) in whichever thread the signal hits.  A daemon that loads
+ * libfabric after installing its own handlers (slurmctld loading a plugin)
+ * loses them: a SIGTERM ends it without its shutdown, its exit handlers
+ * run under its live threads' feet, and a crash leaves no core.
+ *
+ * storm_signal_taken() tells whether sig's handler lives in such a
+ * library.  storm_signals_reclaim() asks want() (may be NULL) for the
+ * action to install instead of each one (act holds SIG_DFL on entry),
+ * installs it, and sets bit sig of *reclaimed for each; 0 or -errno.
+ */
+typedef void (*storm_signal_want_f)(int sig, struct sigaction *act,
+				    void *arg);
+bool storm_signal_taken(int sig);
+int  storm_signals_reclaim(storm_signal_want_f want, void *arg,
+			   uint64_t *reclaimed);
 
 bool storm_rank_is_client(int rank);
 /* this endpoint's "host:port" (the real port of a client opened with 0) */

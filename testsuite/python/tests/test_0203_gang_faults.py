@@ -93,6 +93,59 @@ def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
             assert c.job_info(j)["JobState"] == "RUNNING"
 
 
+def _caught(pid):
+    """The signals a process catches, from /proc (SigCgt)."""
+    with open("/proc/%d/status" % pid) as f:
+        mask = int(next(l for l in f if l.startswith("SigCgt:")).split()[1], 16)
+    return {s for s in signal.Signals if mask & (1 << (s - 1))}
+
+
+def test_sigterm_is_slurmctlds_own_shutdown(gang3):
+    """Loading sched/storm brings libfabric in, and with it libinfinipath,
+    whose handlers exit(1) on SIGTERM, SIGINT and the faults: a SIGTERM
+    ended a Slurm 24.11 slurmctld without saving its state, its exit
+    handlers freeing what the Machine Manager's threads still used.  A
+    SIGTERM must be slurmctld's shutdown, the MM's goodbye included; a
+    fault must be the kernel's (a core), not a handler's exit."""
+    c = gang3
+    with _pair(c) as (a, b, pa, pb):
+        p = c.procs["slurmctld"]
+        faults = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL}
+        assert not (_caught(p.pid) & faults), _caught(p.pid)
+        start = c.log_size()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+        with open(c.log(), errors="replace") as f:
+            f.seek(start)
+            log = f.read()
+        assert rc == 0, (rc, log[-2000:])
+        for line in ("Saving all slurm state",
+                     "told the node managers to run every job",
+                     "machine manager thread stopped"):
+            assert line in log, (line, log[-2000:])
+        # every job runs, thawed by the goodbye, not by the fail-safe
+        g.wait_for(lambda: _both_thawed_and_running(c, a, b, pa, pb, NODES), 10,
+                   "both jobs thawed and running everywhere")
+        c.restart_ctld()
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
+                   30, "strobes back on every node")
+        for j in (a, b):
+            assert c.job_info(j)["JobState"] == "RUNNING"
+
+
+def test_node_manager_leaves_faults_to_the_kernel(gang3):
+    """storm-nm catches SIGTERM and SIGINT itself; a fault or an abort must
+    leave a core, not run libinfinipath's exit(1) under live threads."""
+    c = gang3
+    for n in NODES:
+        pid = int(dict(w.split("=", 1) for w in
+                       g.nm_request(c, n, "ping")[3:].split())["pid"])
+        caught = _caught(pid)
+        assert {signal.SIGTERM, signal.SIGINT} <= caught, (n, caught)
+        assert not (caught & {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL,
+                              signal.SIGABRT}), (n, caught)
+
+
 def test_dead_node_manager_thawed_drained_others_switch(gang3):
     c = gang3
     victim = "node2"

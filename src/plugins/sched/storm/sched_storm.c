@@ -24,6 +24,7 @@
 #include "src/plugins/compat/compat.h"
 
 #include "mm_gang.h"
+#include "mm_signals.h"
 
 const char plugin_name[] = "STORM Machine Manager host (wraps sched/backfill)";
 const char plugin_type[] = "sched/storm";
@@ -127,6 +128,9 @@ extern int init(void)
 {
 	char err[4096];
 
+	/* loading this plugin brought libfabric in, and with it handlers
+	 * that are not slurmctld's */
+	mm_signals_reclaim();
 	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
 			    "sched_backfill", base_syms, (void **) &base, 1,
 			    err, sizeof(err))) {
