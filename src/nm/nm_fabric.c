@@ -48,6 +48,10 @@ extern int nm_fabric_open(nm_t *nm)
 	cfg.busy_poll_us = 0;
 	/* 0..15 the NM's own, then one per broadcast client slot */
 	cfg.nvars = STORM_BCAST_NVARS;
+	/* the heartbeat, fail-safe and gang threads are SCHED_FIFO and a
+	 * broadcast's threads ordinary: a holder the jobs preempt must not
+	 * keep a heartbeat waiting until this node looks dead */
+	cfg.lock_inherit = true;
 
 	rc = storm_ctx_open(&cfg, &nm->ctx);
 	if (rc) {

@@ -275,7 +275,18 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 			0xffffffull) << 32;
 	for (int i = 0; i < STORM_MAX_RANKS; i++)
 		ctx->peer[i] = FI_ADDR_NOTAVAIL;
-	pthread_mutex_init(&ctx->lock, NULL);
+	if (ctx->cfg.lock_inherit) {
+		pthread_mutexattr_t ma;
+
+		/* a plain mutex where PI is not supported (ENOTSUP) */
+		pthread_mutexattr_init(&ma);
+		if (pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT) ||
+		    pthread_mutex_init(&ctx->lock, &ma))
+			pthread_mutex_init(&ctx->lock, NULL);
+		pthread_mutexattr_destroy(&ma);
+	} else {
+		pthread_mutex_init(&ctx->lock, NULL);
+	}
 	{
 		pthread_condattr_t ca;
 

@@ -232,6 +232,12 @@ typedef struct storm_cfg {
 	int timeout_ms;            /* bound for every wait (STORM_DEF_TIMEOUT) */
 	int busy_poll_us;          /* spin before sleeping in waits (50) */
 	int rx_bufs;               /* posted receive buffers (16) */
+	/* The context lock with priority inheritance (false): for a process
+	 * whose real-time threads share the context with ordinary ones whose
+	 * receive callbacks run long under the lock (a node manager's
+	 * heartbeat beside a broadcast's manifest): on a loaded host a
+	 * preempted ordinary holder would keep the real-time one waiting. */
+	bool lock_inherit;
 } storm_cfg_t;
 
 void storm_cfg_init(storm_cfg_t *cfg);  /* fills defaults */
