@@ -478,8 +478,17 @@ class Cluster:
             self.port_base + 65 + self.nodes, local)
 
     def write_storm_conf(self, text):
-        with open(self.path("etc", "storm.conf"), "w") as f:
+        """Replace storm.conf whole, as an admin's editor does: a daemon
+        reading it mid-write must see the old file or the new one.  Written
+        in place, a node manager that a slurmd (24.11 re-executes on every
+        reconfigure) started as the next test truncated the file read it
+        empty, took the defaults (another BcastDir, so another node lock)
+        and ran as a second node manager for its node."""
+        path = self.path("etc", "storm.conf")
+        tmp = path + ".new"
+        with open(tmp, "w") as f:
             f.write(text)
+        os.replace(tmp, path)
 
     # -- processes -----------------------------------------------------
     # -- network -------------------------------------------------------
