@@ -237,7 +237,8 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 
 	nm_relay_report_phase(key, STORM_RELAY_READY);
 	if (storm_set_count(set) &&
-	    nm_relay_wait_state(set, key, STORM_BCAST_READY, err, errlen))
+	    nm_relay_wait_state(set, key, STORM_BCAST_READY, size, err,
+				errlen))
 		return -1;
 	t[0] = nm_relay_now_ms();
 	nm_relay_report_phase(key, STORM_RELAY_DATA);
@@ -277,7 +278,8 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 			   err, errlen);
 		return -1;
 	}
-	return nm_relay_wait_state(set, key, STORM_BCAST_DONE, err, errlen);
+	return nm_relay_wait_state(set, key, STORM_BCAST_DONE, size, err,
+				   errlen);
 fail:
 	if (op) {
 		storm_op_cancel(op);

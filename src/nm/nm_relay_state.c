@@ -198,10 +198,29 @@ static void progress(const storm_set_t *set, const storm_set_t *pending,
  * that refused is reported at once with its reason; one that does not
  * answer, when the fabric says so; one that never gets there, at timeout.
  */
-extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
-		      char *err, size_t errlen)
+/*
+ * Getting to READY allocates and pre-faults the file on every node, and
+ * DONE checks each copy's checksum: work that grows with the file, done
+ * while the node answers every question.  On a host short of free huge
+ * pages the kernel may compact memory for seconds before a file of some
+ * hundred MiB is in place.  So the wait is Timeout plus a second for every NM_RELAY_BYTES_PER_S bytes:
+ * a node that does not get there is still reported, a big file on a busy
+ * node is not taken for one.
+ */
+#define NM_RELAY_BYTES_PER_S (64ull << 20)
+
+extern int nm_relay_wait_ms(uint64_t timeout_us, uint64_t size)
 {
-	int timeout_ms = (int) (S.nm->conf.timeout_us / 1000);
+	uint64_t ms = timeout_us / 1000 + size / NM_RELAY_BYTES_PER_S * 1000 +
+		      size % NM_RELAY_BYTES_PER_S * 1000 / NM_RELAY_BYTES_PER_S;
+
+	return ms > INT32_MAX ? INT32_MAX : (int) ms;
+}
+
+extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
+		      uint64_t size, char *err, size_t errlen)
+{
+	int timeout_ms = nm_relay_wait_ms(S.nm->conf.timeout_us, size);
 	double deadline = nm_relay_now_ms() + timeout_ms;
 	storm_set_t pending;
 	char names[1024];

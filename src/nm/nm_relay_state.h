@@ -24,8 +24,11 @@ extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key);
 /* Until every node of set reports `want`: 0, or -1 with err naming the
  * nodes that refused (with their reasons), did not answer or did not get
- * there within Timeout. */
+ * there within nm_relay_wait_ms() of a file of size bytes. */
 extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
-		      char *err, size_t errlen);
+		      uint64_t size, char *err, size_t errlen);
+/* Timeout, plus what a file of size bytes takes a busy node to allocate or
+ * check (nm_relay_state.c). */
+extern int nm_relay_wait_ms(uint64_t timeout_us, uint64_t size);
 
 #endif /* STORM_NM_RELAY_STATE_H */

@@ -1,7 +1,8 @@
 /*
  * test_nm_relay_req.c - srun's broadcast request as the relay's door reads
  * it: whole or byte by byte, never a byte of the file after it, refusals
- * with their reasons, and memory that follows what was sent.
+ * with their reasons, and memory that follows what was sent; and how long
+ * the relay then waits for its nodes to hold a file of that size.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "src/nm/nm_relay_req.h"
+#include "src/nm/nm_relay_state.h"
 
 #include "check_run.h"
 
@@ -180,6 +182,17 @@ START_TEST(memory_follows_what_was_sent)
 }
 END_TEST
 
+/* Timeout, and a second more for every 64 MiB the nodes must allocate
+ * or check: a big file on a busy node is not a node that never answers. */
+START_TEST(nodes_wait_grows_with_the_file)
+{
+	ck_assert_int_eq(nm_relay_wait_ms(5000000, 0), 5000);
+	ck_assert_int_eq(nm_relay_wait_ms(5000000, 192ull << 20), 8000);
+	ck_assert_int_eq(nm_relay_wait_ms(1000, 1ull << 30), 1 + 16000);
+	ck_assert_int_eq(nm_relay_wait_ms(UINT64_MAX, UINT64_MAX), INT32_MAX);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("nm_relay_req");
@@ -191,6 +204,7 @@ int main(void)
 	tcase_add_test(tc, sizes_out_of_range_refused_at_the_header);
 	tcase_add_test(tc, nul_inside_credential_or_nodes);
 	tcase_add_test(tc, memory_follows_what_was_sent);
+	tcase_add_test(tc, nodes_wait_grows_with_the_file);
 	suite_add_tcase(s, tc);
 	return storm_check_run(s);
 }
