@@ -15,6 +15,7 @@ import pytest
 import storm_gang as g
 import tolerances as tol
 from storm_jobs import cancel_jobs, jobs_cancelled
+from storm_wait import poll
 
 NODES = ["node1", "node2"]
 BASE = "Timeslice=50ms\nMaxMPL=3\nFailSafe=1s\nSuspectQuanta=40\n"
@@ -94,8 +95,17 @@ def _busy_beside_sleepy(c, rates):
         wait_policy(c, [a, b], "flexible")
         # outside its slot the busy job is idle-class, not frozen (once the
         # node managers have the new table)
-        g.wait_for(lambda: "idle" in states_seen(c, [b], "node1", 0.5)[b],
-                   20, "busy job idle-class outside its slot")
+        last = {}
+
+        def idle_seen():
+            last["states"] = states_seen(c, [b], "node1", 0.5)[b]
+            return "idle" in last["states"]
+
+        if not poll(idle_seen, 20):
+            # what the node manager and the MM had, for the log
+            pytest.fail("busy job %d never idle-class outside its slot on node1 "
+                        "in 20 s: states %r; node1 %r; MM %r"
+                        % (b, last, g.nm_gang(c, "node1"), g.mm_status(c)))
         seen = states_seen(c, [a, b], "node1")
         assert "idle" in seen[b] and "frozen" not in seen[b], seen
         rate = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)[0] if rates else None
