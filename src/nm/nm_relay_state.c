@@ -194,18 +194,13 @@ static void progress(const storm_set_t *set, const storm_set_t *pending,
 }
 
 /*
- * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
- * that refused is reported at once with its reason; one that does not
- * answer, when the fabric says so; one that never gets there, at timeout.
- */
-/*
  * Getting to READY allocates and pre-faults the file on every node, and
  * DONE checks each copy's checksum: work that grows with the file, done
  * while the node answers every question.  On a host short of free huge
  * pages the kernel may compact memory for seconds before a file of some
- * hundred MiB is in place.  So the wait is Timeout plus a second for every NM_RELAY_BYTES_PER_S bytes:
- * a node that does not get there is still reported, a big file on a busy
- * node is not taken for one.
+ * hundred MiB is in place.  So the wait is Timeout plus a second for every
+ * NM_RELAY_BYTES_PER_S bytes: a node that does not get there is still
+ * reported, a big file on a busy node is not taken for one.
  */
 #define NM_RELAY_BYTES_PER_S (64ull << 20)
 
@@ -217,6 +212,11 @@ extern int nm_relay_wait_ms(uint64_t timeout_us, uint64_t size)
 	return ms > INT32_MAX ? INT32_MAX : (int) ms;
 }
 
+/*
+ * Wait until every node of set reports `want` (COMPARE-AND-WRITE).  A node
+ * that refused is reported at once with its reason; one that does not
+ * answer, when the fabric says so; one that never gets there, at timeout.
+ */
 extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		      uint64_t size, char *err, size_t errlen)
 {
