@@ -19,7 +19,19 @@
 #include "mm_heartbeat.h"
 #include "mm_return.h"
 
+/*
+ * A node out of the strobe set is probed (a one-node COMPARE-AND-WRITE,
+ * which waits up to the ack timeout) as soon as it is heard again after
+ * it was taken out, then after MM_PROBE_FIRST_NS, doubling to
+ * MM_PROBE_DEAD_NS while it is heard but does not answer (a link that
+ * works one way only: each probe holds this thread for the ack timeout);
+ * and once every MM_PROBE_DEAD_NS if it is not heard at all.  A node
+ * manager that stalled past the ack timeout (a strobe it missed) must be
+ * back in the strobes well before its FailSafe opens, and FailSafe may be
+ * as short as the probe period was.
+ */
 #define MM_PROBE_DEAD_NS 1000000000ULL
+#define MM_PROBE_FIRST_NS 100000000ULL
 /*
  * A node manager that never answered this MM may still be starting (slurmd
  * starts it): it gets this long before it is called dead.
@@ -44,6 +56,16 @@ extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 	if (us)
 		*us = (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000;
 	return rc;
+}
+
+/* Out of the strobe set from now: probed once heard again. */
+static void take_out(mm_t *mm, int i)
+{
+	mm_node_t *n = &mm->nodes[i];
+
+	n->live = false;
+	n->out_ns = mm_now_ns(CLOCK_MONOTONIC);
+	n->next_probe_ns = 0;
 }
 
 extern void mm_faults_missed(mm_t *mm, int i, const char *why)
@@ -89,7 +111,7 @@ extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
 			continue;
 		if (mm_faults_probe(mm, r, 0, NULL) == 1)
 			continue;
-		mm->nodes[r].live = false;
+		take_out(mm, r);
 		mm_faults_missed(mm, r, why);
 		removed = true;
 	}
@@ -155,28 +177,51 @@ extern void mm_faults_confirm(mm_t *mm)
 	}
 }
 
+/* When a node heard but not answering is probed next. */
+static uint64_t probe_backoff_ns(uint32_t failed)
+{
+	uint64_t ns = MM_PROBE_FIRST_NS;
+
+	while (failed-- > 1 && ns < MM_PROBE_DEAD_NS)
+		ns *= 2;
+	return ns < MM_PROBE_DEAD_NS ? ns : MM_PROBE_DEAD_NS;
+}
+
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 {
 	bool probe_now = now - mm->clk.last_probe >= MM_PROBE_DEAD_NS;
 
 	for (int i = 0; i < mm->nnodes; i++) {
-		if (mm->nodes[i].live)
+		mm_node_t *n = &mm->nodes[i];
+		bool heard_again;
+
+		if (n->live)
 			continue;
-		mm->nodes[i].misses++;
+		n->misses++;
 		/* a quiet node would only make the probe wait out its
 		 * timeout: it is probed once heard again */
-		if (!probe_now || mm->nodes[i].quiet)
+		if (n->quiet)
+			continue;
+		heard_again = atomic_load(&n->heard_ns) > n->out_ns;
+		if (!probe_now && !(heard_again && now >= n->next_probe_ns))
 			continue;
 		if (mm_faults_probe(mm, i, 0, NULL) == 1) {
-			mm->nodes[i].live = true;
+			n->live = true;
 			mm_faults_acked(mm, i);
 			mm->table.dirty = true;	/* it needs the table */
-		} else if (++mm->nodes[i].failed_probes % 10 == 0) {
+			continue;
+		}
+		/* heard again from here on, before it is probed early */
+		n->out_ns = mm_now_ns(CLOCK_MONOTONIC);
+		n->next_probe_ns = n->out_ns +
+				   probe_backoff_ns(++n->failed_probes);
+		if (n->failed_probes % 10 == 0) {
 			/*
-			 * Dead for ~10 s: forget the connection, so that a node
-			 * manager restarted on that node is reached afresh.  Not
-			 * sooner: re-adding a peer drops a connection still being
-			 * set up, and a busy node may just be slow to connect.
+			 * Dead for ten probes (some seconds): forget the
+			 * connection, so that a node manager restarted on that
+			 * node is reached afresh.  Not sooner: re-adding a peer
+			 * drops a connection still being set up, and a busy
+			 * node may just be slow to connect.
 			 */
 			storm_ctx_set_peer(mm->ctx, i, mm->node_addrs[i]);
 		}
@@ -283,12 +328,10 @@ static bool claim(mm_t *mm, int i)
 extern void mm_faults_drain(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++) {
-		mm_node_t *n = &mm->nodes[i];
-
 		if (!is_suspect(mm, i) || !claim(mm, i))
 			continue;
 		if (is_silent(mm, i))
-			n->live = false;
+			take_out(mm, i);
 		drain_one(mm, i, drain_reason(mm, i));
 	}
 }
@@ -305,7 +348,7 @@ extern void mm_faults_take_out(mm_t *mm)
 {
 	for (int i = 0; i < mm->nnodes; i++)
 		if (atomic_exchange(&mm->nodes[i].silence_drained, false))
-			mm->nodes[i].live = false;
+			take_out(mm, i);
 }
 
 extern void mm_faults_probe_latency(mm_t *mm)

@@ -27,8 +27,9 @@ extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
 			       const char *why);
 /* Did every live node apply the previous strobe (mm->epoch)? */
 extern void mm_faults_confirm(mm_t *mm);
-/* Nodes out of the strobe set: count the quantum, and every second see
- * whether they answer again (a restarted node manager). */
+/* Nodes out of the strobe set: count the quantum, and see whether they
+ * answer again: at once when heard again, else every second (a restarted
+ * node manager). */
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now);
 /* A node mm_faults_drain() would drain now (it takes slurmctld's locks). */
 extern bool mm_faults_to_drain(mm_t *mm);

@@ -18,9 +18,10 @@
  *      which leaves a quiet node out of this thread's operations and
  *      drains a node silent for SuspectTime, whatever the quantum, however
  *      rare the strobes and however long this thread waits;
- *   3. every ~100 ms (or every quantum when quanta are longer) rebuilds the
- *      Ousterhout matrix (mm_matrix.c) from Slurm's running jobs under
- *      slurmctld's read locks (mm_jobs.c);
+ *   3. places the jobs of the sampler's newest copy of Slurm's running
+ *      jobs (taken every 100 ms under slurmctld's read locks by a thread
+ *      of its own, mm_sampler.h) in the Ousterhout matrix (mm_matrix.c,
+ *      mm_jobs.c): this thread never waits for slurmctld's locks;
  *   4. pushes the job table (XFER-AND-SIGNAL) when it changed, then
  *      multicasts the strobe {epoch, slot, the instant to switch at}
  *      (XFER-AND-SIGNAL, remote event) to the live nodes (mm_strobe.c);
@@ -39,6 +40,7 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -55,19 +57,17 @@
 #include "mm_offset.h"
 #include "mm_prio.h"
 #include "mm_return.h"
+#include "mm_sampler.h"
 #include "mm_state.h"
 #include "mm_status.h"
 #include "mm_strobe.h"
 
 /*
- * Slurm's job list is read (under slurmctld's read locks) every 100 ms,
- * not every quantum: at millisecond quanta that would be hundreds of lock
- * rounds a second competing with slurmctld's own RPCs, for changes (job
- * starts and ends) that take far longer than 100 ms to matter.  Likewise
- * one node's acknowledgement latency, for stormctl, is measured at most
- * every 100 ms: a CAW to one node is two messages and a wake-up of its
- * node manager, at short quanta as many messages as the quantum's own
- * confirmation.
+ * A long sleep (quanta over 100 ms) wakes every MM_REBUILD_NS to place the
+ * sampler's newest jobs and keep the status file fresh.  One node's
+ * acknowledgement latency, for stormctl, is measured at most every 100 ms:
+ * a CAW to one node is two messages and a wake-up of its node manager, at
+ * short quanta as many messages as the quantum's own confirmation.
  */
 #define MM_REBUILD_NS 100000000ULL
 #define MM_ACK_PROBE_NS 100000000ULL
@@ -94,6 +94,8 @@
  * strobe that can switch something is confirmed.
  */
 #define MM_IDLE_ACK_PROBE_NS 1000000000ULL
+/* Late strobes are logged one line per this, with the count between. */
+#define MM_GAP_LOG_NS 10000000000ULL
 
 static mm_t mm_state = {
 	.mutex = PTHREAD_MUTEX_INITIALIZER,
@@ -149,7 +151,6 @@ static void take_config(mm_t *mm)
 		mm_fabric_close(mm);
 		slurm_mutex_lock(&mm->mutex);
 	}
-	mm->clk.last_rebuild = 0;
 	/* the new quantum starts now, not at the old schedule's next
 	 * boundary (up to an old quantum away) */
 	mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
@@ -205,9 +206,8 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 			     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	}
 	*now = mm_now_ns(CLOCK_MONOTONIC);
-	/* slurmctld's locks (the drains, the rebuild): see mm_prio.c */
-	if (!mm->table.t || *now - mm->clk.last_rebuild >= MM_REBUILD_NS ||
-	    mm_faults_to_drain(mm) || mm_return_due(mm, *now))
+	/* slurmctld's locks (the drains, the returns): see mm_prio.c */
+	if (mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
 	mm_faults_take_out(mm);
 	mm_faults_watch_dead(mm, *now);
@@ -216,15 +216,16 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	mm_return_nodes(mm, *now);
 }
 
-/* Step 3: the matrix from Slurm's jobs, every MM_REBUILD_NS. */
+/* Step 3: the matrix from the sampler's newest jobs, if it has new ones
+ * (the sampler started again, once a second, if it could not be). */
 static void step_rebuild(mm_t *mm, uint64_t now)
 {
-	if (now - mm->clk.last_rebuild >= MM_REBUILD_NS) {
-		if (mm_jobs_rebuild(mm))
-			mm_jobs_build_table(mm);
-		mm->clk.last_rebuild = now;
+	if (!mm->sampler && now - mm->clk.last_sampler_try >= MM_STATUS_NS) {
+		mm->clk.last_sampler_try = now;
+		mm_prio_rt(mm, false);	/* logs */
+		mm_sampler_start(mm);
 	}
-	if (!mm->table.t)
+	if (mm_jobs_rebuild(mm) || !mm->table.t)
 		mm_jobs_build_table(mm);
 }
 
@@ -244,6 +245,40 @@ static void account_period(mm_t *mm, uint64_t t0)
 	c->last_start = t0;
 	c->last_span = mm->span;
 	c->last_switching = switching;
+}
+
+/*
+ * A strobe later than its due time by half of FailSafe: the node managers
+ * are half-way to failing safe.  Logged with what each step of the thread
+ * took (this quantum's first three, the previous one's last three), since
+ * the cause is the thread's own: the listener logs a stall of its own, and
+ * a node that does not answer is a suspect.
+ */
+static void note_gap(mm_t *mm, uint64_t t0, uint64_t q_ns)
+{
+	mm_clock_t *c = &mm->clk;
+	uint64_t due, gap;
+	const uint64_t *st = c->step_ns;
+
+	if (!c->last_start)
+		return;
+	gap = t0 - c->last_start;
+	due = c->last_switching || q_ns >= MM_IDLE_HEARTBEAT_NS ?
+	      c->last_span * q_ns : MM_IDLE_HEARTBEAT_NS;
+	if (gap <= due + mm->conf.failsafe_us * 500ULL)
+		return;
+	if (c->gap_logged_ns && t0 - c->gap_logged_ns < MM_GAP_LOG_NS) {
+		c->gaps_unlogged++;
+		return;
+	}
+	verbose("%s: a strobe %" PRIu64 " ms late (due every %" PRIu64 " ms, FailSafe=%" PRIu64 "us; %" PRIu64 " more since the last line): the last strobe took %" PRIu64 " ms, the status file %" PRIu64 " ms, the sleep %" PRIu64 " ms; then the latency probe %" PRIu64 " ms, the confirmation %" PRIu64 " ms, placing the jobs %" PRIu64 " ms",
+		MM_PREFIX, (gap - due) / 1000000, due / 1000000,
+		mm->conf.failsafe_us, c->gaps_unlogged,
+		st[MM_STEP_STROBE] / 1000000, st[MM_STEP_STATUS] / 1000000,
+		st[MM_STEP_SLEEP] / 1000000, st[MM_STEP_PROBE] / 1000000,
+		st[MM_STEP_CONFIRM] / 1000000, st[MM_STEP_REBUILD] / 1000000);
+	c->gap_logged_ns = t0;
+	c->gaps_unlogged = 0;
 }
 
 /* Step 4: the table when it changed, then the strobe of the next slot. */
@@ -269,6 +304,7 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 		   storm_conf_quanta_per_strobe(&mm->conf) : 1;
 	mm->epoch++;
 	t0 = mm_now_ns(CLOCK_MONOTONIC);
+	note_gap(mm, t0, q_ns);
 	mm->span_start = t0;
 	mm->last_heartbeat = mm_strobe_send(mm, (uint32_t) mm->cur_slot,
 					    mm->span, q_ns) == 0 && heartbeat;
@@ -339,7 +375,6 @@ static bool sleep_tick(mm_t *mm)
 		uint64_t left = mm->jobs_left;
 		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
 
-		mm->clk.last_rebuild = now;
 		if (mm_jobs_rebuild(mm))	/* keeps cur_slot < nslots */
 			mm_jobs_build_table(mm);
 		job_left = mm->jobs_left != left;
@@ -390,24 +425,41 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 	}
 }
 
+/* What the step that ended now took, from *t; *t becomes now. */
+static void lap(mm_t *mm, int step, uint64_t *t)
+{
+	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+
+	mm->clk.step_ns[step] = now - *t;
+	*t = now;
+}
+
 /* One quantum, steps 1 to 6. */
 static void quantum(mm_t *mm)
 {
-	uint64_t q_ns = mm->conf.timeslice_us * 1000ULL, now;
+	uint64_t q_ns = mm->conf.timeslice_us * 1000ULL, now, t;
 
 	mm_prio_rt(mm, true);
+	t = mm_now_ns(CLOCK_MONOTONIC);
 	step_probe_latency(mm);
+	lap(mm, MM_STEP_PROBE, &t);
 	step_confirm(mm, &now);
+	lap(mm, MM_STEP_CONFIRM, &t);
 	step_rebuild(mm, now);
+	lap(mm, MM_STEP_REBUILD, &t);
 	now = step_strobe(mm, q_ns);
+	lap(mm, MM_STEP_STROBE, &t);
 	step_status(mm, now);
+	lap(mm, MM_STEP_STATUS, &t);
 	step_sleep(mm, q_ns);
+	lap(mm, MM_STEP_SLEEP, &t);
 }
 
 /* The thread's last words: every job runs, the fabric closes. */
 static void mm_finish(mm_t *mm)
 {
 	mm_prio_rt(mm, false);
+	mm_sampler_stop(mm);
 	if (mm->ctx) {
 		mm_strobe_release_all(mm);
 		mm_fabric_close(mm);
@@ -415,8 +467,6 @@ static void mm_finish(mm_t *mm)
 	mm_status_now_close(mm);
 	mm_matrix_free(&mm->matrix);
 	mm_table_free(&mm->table);
-	xfree(mm->scratch);
-	mm->scratch_words = 0;
 }
 
 static void *mm_main(void *arg)

@@ -11,63 +11,41 @@
 #include <string.h>
 
 #include "src/common/slurm_xlator.h"
-#include "src/common/bitstring.h"
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/xmalloc.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
 
 #include "mm_jobs.h"
-
-/* A job's node bitmap as plain words in mm->scratch; its bit count. */
-static int copy_nodes(mm_t *mm, bitstr_t *b)
-{
-	int nbits = (int) bit_size(b), words = (nbits + 63) / 64;
-	int64_t first = bit_ffs(b), last = bit_fls(b);
-
-	if (words > mm->scratch_words) {
-		xrecalloc(mm->scratch, words, sizeof(uint64_t));
-		mm->scratch_words = words;
-	}
-	memset(mm->scratch, 0, (size_t) words * sizeof(uint64_t));
-	for (int64_t k = first; k >= 0 && k <= last; k++)
-		if (bit_test(b, k))
-			mm->scratch[k / 64] |= 1ULL << (k % 64);
-	return nbits;
-}
+#include "mm_sampler.h"
 
 /* The job's record in the matrix, added if new (*changed). */
-static mm_job_t *job_entry(mm_t *mm, job_record_t *jp, bool *changed)
+static mm_job_t *job_entry(mm_t *mm, const mm_sample_job_t *sj, bool *changed)
 {
-	mm_job_t *j = mm_matrix_find(&mm->matrix, jp->job_id);
+	mm_job_t *j = mm_matrix_find(&mm->matrix, sj->job_id);
 
 	if (j)
 		return j;
-	j = mm_matrix_add(&mm->matrix, jp->job_id, jp->user_id);
+	j = mm_matrix_add(&mm->matrix, sj->job_id, sj->user_id);
 	if (!j)
-		error("%s: no memory for JobId=%u", MM_PREFIX, jp->job_id);
+		error("%s: no memory for JobId=%u", MM_PREFIX, sj->job_id);
 	else
 		*changed = true;
 	return j;
 }
 
 /* One running or suspended job of Slurm's: true if its entry changed. */
-static bool sample_job(mm_t *mm, job_record_t *jp)
+static bool place_job(mm_t *mm, const mm_sample_job_t *sj)
 {
 	bool changed = false, announce;
-	const char *part = jp->part_ptr ? jp->part_ptr->name : NULL;
-	storm_policy_t pol = storm_conf_part_policy(&mm->conf, part);
-	mm_job_t *j = job_entry(mm, jp, &changed);
-	int nbits, rc;
+	storm_policy_t pol = storm_conf_part_policy(&mm->conf, sj->part);
+	mm_job_t *j = job_entry(mm, sj, &changed);
+	int rc;
 
 	if (!j)
 		return false;
-	nbits = copy_nodes(mm, jp->node_bitmap);
-	rc = mm_job_set_nodes(j, mm->scratch, nbits);
+	rc = mm_job_set_nodes(j, sj->nodes, sj->nbits);
 	if (rc < 0)
 		error("%s: no memory for JobId=%u's nodes", MM_PREFIX,
-		      jp->job_id);
+		      sj->job_id);
 	else if (rc)
 		changed = true;
 	if (mm_job_apply_policy(j, pol, &announce))
@@ -75,7 +53,7 @@ static bool sample_job(mm_t *mm, job_record_t *jp)
 	if (announce)
 		info("%s: JobId=%u now runs under Policy=%s", MM_PREFIX,
 		     j->job_id, storm_policy_str(pol));
-	if (j->held != IS_JOB_SUSPENDED(jp)) {
+	if (j->held != sj->suspended) {
 		j->held = !j->held;
 		j->slot = -1;	/* a resumed job takes a new one */
 		if (j->held)
@@ -89,20 +67,16 @@ static bool sample_job(mm_t *mm, job_record_t *jp)
 /*
  * A node this MM drained that Slurm no longer has drained was resumed by an
  * administrator: it may be drained again, if it is still silent or still
- * misses strobes.  Under slurmctld's node read lock.
+ * misses strobes.
  */
-static void note_resumed(mm_t *mm)
+static void note_resumed(mm_t *mm, const mm_sample_t *s)
 {
 	for (int i = 0; i < mm->nnodes; i++) {
 		mm_node_t *n = &mm->nodes[i];
-		node_record_t *nr;
 
 		/* drain_ours: set once Slurm drained it (drained is set before,
 		 * by whichever thread drains: mm_faults.c) */
-		if (!n->drain_ours)
-			continue;
-		nr = find_node_record(mm->node_names[i]);
-		if (!nr || IS_NODE_DRAIN(nr))
+		if (!n->drain_ours || mm_sample_drained(s, i))
 			continue;
 		if (n->drained)
 			info("%s: %s was resumed; it is drained again if it still does not answer",
@@ -112,29 +86,15 @@ static void note_resumed(mm_t *mm)
 	}
 }
 
-/* Walk Slurm's job list under its read locks; true if anything changed. */
-static bool sample_jobs(mm_t *mm)
+/* The sample's jobs into the matrix; true if anything changed. */
+static bool place_sample(mm_t *mm, const mm_sample_t *s)
 {
-	slurmctld_lock_t job_read = { .conf = READ_LOCK, .job = READ_LOCK,
-				      .node = READ_LOCK, .part = READ_LOCK };
 	bool changed = false;
 
-	lock_slurmctld(job_read);
-	note_resumed(mm);
-	if (job_list) {
-		struct listIterator *it = list_iterator_create(job_list);
-		job_record_t *jp;
-
-		while ((jp = list_next(it))) {
-			if (!(IS_JOB_RUNNING(jp) || IS_JOB_SUSPENDED(jp)) ||
-			    !jp->node_bitmap)
-				continue;
-			if (sample_job(mm, jp))
-				changed = true;
-		}
-		list_iterator_destroy(it);
-	}
-	unlock_slurmctld(job_read);
+	note_resumed(mm, s);
+	for (int i = 0; i < s->njobs; i++)
+		if (place_job(mm, &s->jobs[i]))
+			changed = true;
 	return changed;
 }
 
@@ -170,11 +130,15 @@ static void log_placement(void *arg, const mm_job_t *j)
 
 extern bool mm_jobs_rebuild(mm_t *mm)
 {
+	mm_sample_t *s = mm_sampler_take(mm);
 	bool changed;
 
+	if (!s)
+		return false;	/* no new sample: nothing new to place */
 	for (int i = 0; i < mm->matrix.njobs; i++)
 		mm->matrix.jobs[i].seen = false;
-	changed = sample_jobs(mm);
+	changed = place_sample(mm, s);
+	mm_sample_free(s);
 	if (drop_unseen(mm))
 		changed = true;
 	if (!changed)

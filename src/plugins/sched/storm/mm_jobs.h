@@ -1,6 +1,7 @@
 /*
- * mm_jobs.h - the Machine Manager's look at Slurm's running jobs: copied
- * under slurmctld's read locks into the plain matrix (mm_matrix.h).
+ * mm_jobs.h - the Machine Manager's look at Slurm's running jobs: the
+ * sampler's copies (mm_sampler.h) placed into the plain matrix
+ * (mm_matrix.h).
  */
 #ifndef STORM_MM_JOBS_H
 #define STORM_MM_JOBS_H
@@ -10,9 +11,10 @@
 #include "mm_state.h"
 
 /*
- * Sample Slurm's running and suspended jobs into mm->matrix and, when any
- * started, ended, moved or changed policy, place them again; true when the
- * matrix changed.  Called without locks; takes slurmctld's read locks.
+ * The sampler's newest copy of Slurm's running and suspended jobs into
+ * mm->matrix and, when any started, ended, moved or changed policy, place
+ * them again; true when the matrix changed.  False at once when there is
+ * no new copy: it never waits for slurmctld's locks.
  */
 extern bool mm_jobs_rebuild(mm_t *mm);
 /* The job table from the matrix (a new generation only if it differs). */

@@ -32,6 +32,8 @@ typedef struct mm_node {
 	atomic_bool drained;
 	bool acked_once;	/* has acknowledged this MM at least once */
 	uint32_t failed_probes;	/* while out of the strobe set */
+	uint64_t out_ns;	/* taken out (or last failed a probe) then */
+	uint64_t next_probe_ns;	/* heard since out_ns: probed from then */
 	uint32_t misses;	/* consecutive quanta without an ack */
 	uint64_t ack_us;	/* last one-node COMPARE-AND-WRITE round trip */
 	uint64_t last_ack_ns;
@@ -63,14 +65,22 @@ typedef struct mm_stats {
 	uint64_t returns;		/* ... and returned to service */
 } mm_stats_t;
 
+/* The steps of a quantum (mm_gang.c), for the log of a late strobe. */
+enum { MM_STEP_PROBE, MM_STEP_CONFIRM, MM_STEP_REBUILD, MM_STEP_STROBE,
+       MM_STEP_STATUS, MM_STEP_SLEEP, MM_STEPS };
+
 /* When each periodic step last ran (CLOCK_MONOTONIC ns). */
 typedef struct mm_clock {
 	uint64_t next;			/* the next quantum boundary */
-	uint64_t last_rebuild, last_status, last_probe, last_ack_probe;
+	uint64_t last_status, last_probe, last_ack_probe;
+	uint64_t last_sampler_try;	/* the sampler could not start */
 	uint64_t last_start;		/* of the last strobe */
 	uint32_t last_span;
 	bool last_switching;		/* more than one slot then */
 	int rr;				/* the node last probed for latency */
+	uint64_t step_ns[MM_STEPS];	/* what each step last took */
+	uint64_t gap_logged_ns;		/* the last late strobe logged */
+	uint64_t gaps_unlogged;		/* ... and those since, unlogged */
 } mm_clock_t;
 
 typedef struct mm {
@@ -92,8 +102,6 @@ typedef struct mm {
 	mm_node_t *nodes;
 	mm_matrix_t matrix;
 	mm_table_t table;
-	uint64_t *scratch;		/* one job's nodes, from Slurm */
-	int scratch_words;
 	int cur_slot;
 	/* The strobe being served covers span quanta from span_start
 	 * (CLOCK_MONOTONIC); cur_slot is its first.  span > 1 only with
@@ -110,6 +118,7 @@ typedef struct mm {
 	uint64_t start_ns;
 	struct mm_offsets *offsets;	/* clock offsets, the lead: mm_offset.c */
 	struct mm_listener *listener;	/* the heartbeats' thread: mm_listener.c */
+	struct mm_sampler *sampler;	/* Slurm's jobs' thread: mm_sampler.c */
 	/* Bumped by the listener when a quiet node is heard again: it may
 	 * have missed a job table, so everyone gets it again. */
 	_Atomic uint64_t back_gen;

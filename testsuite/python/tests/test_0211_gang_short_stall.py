@@ -1,0 +1,80 @@
+"""A node manager held up for a moment is back in the strobes as soon as it
+is heard again.  Stopped for half a second, past the Machine Manager's
+acknowledgement timeout, it misses a strobe and leaves the strobe set; but
+it stays under SuspectTime, so it must be neither drained nor left without
+strobes until its FailSafe opens.  The Machine Manager probes a node that
+left the strobe set as soon as its heartbeat is heard again; before, it
+waited for its once-a-second probe of dead nodes, and the fail-safe opened
+in about one stall in four here."""
+import os
+import signal
+import time
+
+import pytest
+
+import storm_gang as g
+from test_0203_gang_faults import _drained_by_storm
+
+NODES = ["node1", "node2", "node3"]
+# the lowest rank: the strobe's tree starts there, so its failure is its own
+# (a stalled leaf fails its parent's part of the strobe, and the parent
+# answers its probe)
+VICTIM = "node1"
+STALL_S = 0.5
+STALLS = 10
+# A strobe every 20 ms.  Stopped for STALL_S, the victim first holds up a
+# confirmation (200 ms), then fails a strobe (100 ms) and its probe
+# (100 ms): it is out of the strobe set from about 0.4 s, heard again at
+# 0.5 s.  SuspectTime is above STALL_S: no drain is due.
+CONF = ("Timeslice=2ms\nStrobeInterval=20ms\nFailSafe=1s\n"
+        "SuspectTime=800ms\nReturnAfter=0\n")
+
+
+@pytest.fixture(scope="module")
+def stall3(make_gang_cluster):
+    return make_gang_cluster("gangstall3", 3, CONF)
+
+
+def _nm_pid(c, node):
+    return int(dict(w.split("=", 1) for w in
+                    g.nm_request(c, node, "ping")[3:].split())["pid"])
+
+
+def _live(c, node):
+    _, nodes, _ = g.mm_status(c)
+    return nodes.get(node, {}).get("state") == "live"
+
+
+def test_short_stall_is_taken_back_before_its_fail_safe(stall3):
+    c = stall3
+    log = c.path("log", "slurmctld.log")
+    with g.running_pair(c, NODES, ("sa", "sb"), timeout=90,
+                        idle_timeout=120) as (a, b, pa, pb):
+        g.wait_for(lambda: all(_live(c, n) for n in NODES), 30, "every node live")
+        pid = _nm_pid(c, VICTIM)
+        events0 = int(g.nm_gang(c, VICTIM)["failsafe_events"])
+        drains0 = int(g.mm_status(c)[0]["drains"])
+        start = os.path.getsize(log)
+        for _ in range(STALLS):
+            seen = int(g.nm_gang(c, VICTIM)["strobes"])
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(STALL_S)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            g.wait_for(lambda: int(g.nm_gang(c, VICTIM)["strobes"]) > seen, 30,
+                       "strobes to %s again" % VICTIM)
+            g.wait_for(lambda: _live(c, VICTIM), 30, "%s live again" % VICTIM)
+        with open(log) as f:
+            f.seek(start)
+            text = f.read()
+        # the stalls did take it out of the strobe set
+        assert "%s (rank 0) is a suspect" % VICTIM in text, text[-3000:]
+        st = g.nm_gang(c, VICTIM)
+        assert int(st["failsafe_events"]) == events0, st
+        assert st["failsafe"] == "no", st
+        assert int(g.mm_status(c)[0]["drains"]) == drains0
+        assert not _drained_by_storm(c, VICTIM)
+        assert _nm_pid(c, VICTIM) == pid
+        for j in (a, b):
+            assert c.job_info(j)["JobState"] == "RUNNING"
