@@ -120,13 +120,13 @@ static int bcast_init(nm_t *nm)
 	nm_bcast_xfer_init(nm);
 	if ((rc = nm_bcast_dir_open(nm)))
 		return rc;
+	nm_bcast_wait_init();	/* before the worker and callbacks wake waiters */
 	if ((rc = nm_bcast_fabric_start(nm))) {
 		nm_bcast_dir_close();
 		return rc;
 	}
 	nm_ctl_register("bcast_cleanup", ctl_cleanup);
 	nm_ctl_register("bcast_status", ctl_status);
-	nm_bcast_wait_init();
 	nm_info("bcast: receiving broadcasts into %s (BcastMaxSize=%" PRIu64 ")",
 		nm->conf.bcast_dir, nm->conf.bcast_max_bytes);
 	nm_bcast_dir_report(nm->conf.bcast_dir);

@@ -21,6 +21,7 @@
 #include "nm_bcast_fabric.h"
 #include "nm_bcast_wait.h"
 #include "nm_bcast_xfer.h"
+#include "src/common/storm_mutex.h"
 #include "src/common/storm_bcast.h"
 
 #define SWEEP_PERIOD 10		/* s */
@@ -281,6 +282,10 @@ extern int nm_bcast_fabric_start(nm_t *nm)
 
 	F.nm = nm;
 	F.stop = false;
+	/* shared by the progress thread (the callbacks, under the fabric
+	 * lock) and the worker, which runs at normal priority */
+	if ((rc = storm_mutex_init_inherit(&F.lock)))
+		return -rc;
 	if ((rc = pthread_create(&F.worker, NULL, worker, NULL)))
 		return -rc;
 	F.worker_started = true;

@@ -31,6 +31,7 @@
 
 #include "nm.h"
 #include "nm_bcast_wait.h"
+#include "src/common/storm_mutex.h"
 #include "src/common/storm_deadline.h"
 #include "src/common/storm_bcast.h"
 
@@ -233,5 +234,11 @@ static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 
 extern void nm_bcast_wait_init(void)
 {
+	int rc;
+
+	/* the progress thread wakes waiters from the fabric's callbacks */
+	if ((rc = storm_mutex_init_inherit(&W.lock)))
+		nm_error("bcast: no priority inheritance for the waiters' lock: %s",
+			 strerror(rc));
 	nm_ctl_register("bcast_wait", ctl_wait);
 }

@@ -28,6 +28,7 @@
 #include "nm_bcast_auth.h"
 #include "nm_bcast_dir.h"
 #include "nm_bcast_xfer.h"
+#include "src/common/storm_mutex.h"
 #include "src/common/storm_bcast.h"
 
 struct nm_bcast_xfer {
@@ -60,6 +61,12 @@ static char zero_page[1];
 
 extern void nm_bcast_xfer_init(const nm_t *nm)
 {
+	int rc;
+
+	/* the progress thread takes it in the fabric's callbacks */
+	if ((rc = storm_mutex_init_inherit(&X.lock)))
+		nm_error("bcast: no priority inheritance for the transfers' lock: %s",
+			 strerror(rc));
 	X.nm = nm;
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++) {
 		X.x[i].fd = -1;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/common/storm_mutex.h"
 #include "src/common/storm_clock.h"
 #include "nm_clock.h"
 
@@ -43,6 +44,10 @@ extern void nm_clock_init(void)
 	char *end;
 	long long us;
 
+	/* the progress thread's strobe callback and the status share it */
+	if ((errno = storm_mutex_init_inherit(&lock)))
+		nm_error("gang: no priority inheritance for the clock's lock: %s",
+			 strerror(errno));
 	storm_clock_filter_init(&C.filter);
 	if (!v || !*v)
 		return;

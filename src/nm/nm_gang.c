@@ -79,6 +79,7 @@
 #include "nm_gang.h"
 #include "nm_gang_job.h"
 #include "src/common/storm_deadline.h"
+#include "src/common/storm_mutex.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
@@ -734,18 +735,11 @@ static int set_mm_peer(nm_t *nm)
  */
 static int init_sync(void)
 {
-	pthread_mutexattr_t ma;
 	int rc;
 
 	if (G.sync_ready)
 		return 0;
-	if ((rc = pthread_mutexattr_init(&ma)))
-		return -rc;
-	rc = pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-	if (!rc)
-		rc = pthread_mutex_init(&G.lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	if (rc)
+	if ((rc = storm_mutex_init_inherit(&G.lock)))
 		return -rc;
 	if ((rc = storm_cond_init_monotonic(&G.wake)))
 		return -rc;

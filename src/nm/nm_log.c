@@ -12,10 +12,14 @@
 #include <unistd.h>
 
 #include "nm.h"
+#include "src/common/storm_mutex.h"
 
 static FILE *log_fp;
 static nm_level_t log_level = NM_INFO;
+/* real-time threads log too (storm_mutex.h): made priority-inheriting by
+ * the first nm_log_open(), before any thread starts */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool log_lock_inherits;
 static char log_tag[96] = NM_NAME;
 
 extern int nm_log_open(const char *path, nm_level_t level)
@@ -28,6 +32,8 @@ extern int nm_log_open(const char *path, nm_level_t level)
 			return -1;
 		setvbuf(fp, NULL, _IOLBF, 0);
 	}
+	if (!log_lock_inherits)
+		log_lock_inherits = !storm_mutex_init_inherit(&log_lock);
 	pthread_mutex_lock(&log_lock);
 	if (log_fp && log_fp != stderr)
 		fclose(log_fp);

@@ -298,6 +298,8 @@ static bool drain_one(mm_t *mm, int i, char *reason)
 		/* the wait says how much of the drain's delay was slurmctld's */
 		info("%s: drained %s: %s (after %" PRIu64 " ms for slurmctld's locks)",
 		     MM_PREFIX, mm->node_names[i], reason, waited);
+		atomic_store(&mm->nodes[i].drain_ours_ns,
+			     mm_now_ns(CLOCK_MONOTONIC));
 		mm->nodes[i].drain_ours = true;
 		atomic_fetch_add(&mm->stats.drains, 1);
 	} else {

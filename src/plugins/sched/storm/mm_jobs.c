@@ -75,8 +75,10 @@ static void note_resumed(mm_t *mm, const mm_sample_t *s)
 		mm_node_t *n = &mm->nodes[i];
 
 		/* drain_ours: set once Slurm drained it (drained is set before,
-		 * by whichever thread drains: mm_faults.c) */
-		if (!n->drain_ours || mm_sample_drained(s, i))
+		 * by whichever thread drains: mm_faults.c); a sample from
+		 * before that may not show the drain yet */
+		if (!n->drain_ours || s->locked_ns <= n->drain_ours_ns ||
+		    mm_sample_drained(s, i))
 			continue;
 		if (n->drained)
 			info("%s: %s was resumed; it is drained again if it still does not answer",

@@ -41,6 +41,7 @@ typedef struct mm_sample {
 	/* a bit per node index: drained in Slurm, or no record */
 	uint64_t *drained;
 	uint64_t lock_wait_ns;	/* how long slurmctld's locks took */
+	uint64_t locked_ns;	/* when it had them (CLOCK_MONOTONIC) */
 } mm_sample_t;
 
 /* Start the thread; its first sample is taken at once.  0, or -1 logged. */

@@ -50,8 +50,11 @@ typedef struct mm_node {
 	/* Drained by the listener for its silence: the MM thread takes it
 	 * out of the strobe set (mm_faults_take_out()). */
 	atomic_bool silence_drained;
-	/* Drained in Slurm by this MM, until it is resumed (mm_return.c). */
+	/* Drained in Slurm by this MM, until it is resumed (mm_return.c);
+	 * set after slurmctld's locks were released, then (mm_jobs.c: a
+	 * sample of Slurm's nodes older than that may not show the drain). */
 	atomic_bool drain_ours;
+	_Atomic uint64_t drain_ours_ns;
 	uint64_t answering_since;	/* answering without a miss since */
 } mm_node_t;
 
