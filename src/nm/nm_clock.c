@@ -43,11 +43,12 @@ extern void nm_clock_init(void)
 	const char *v = getenv(NM_CLOCK_TEST_ENV);
 	char *end;
 	long long us;
+	int rc;
 
 	/* the progress thread's strobe callback and the status share it */
-	if ((errno = storm_mutex_init_inherit(&lock)))
+	if ((rc = storm_mutex_init_inherit(&lock)))
 		nm_error("gang: no priority inheritance for the clock's lock: %s",
-			 strerror(errno));
+			 strerror(rc));
 	storm_clock_filter_init(&C.filter);
 	if (!v || !*v)
 		return;

@@ -135,9 +135,8 @@ static mm_sample_t *take_sample(mm_sampler_t *sp)
 	t1 = mm_now_ns(CLOCK_MONOTONIC);
 	copy_locked(s);
 	unlock_slurmctld(job_read);
-	s->lock_wait_ns = t1 - t0;
 	s->locked_ns = t1;
-	note_slow(sp, s->lock_wait_ns, t1);
+	note_slow(sp, t1 - t0, t1);
 	return s;
 }
 

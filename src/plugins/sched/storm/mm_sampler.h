@@ -40,7 +40,6 @@ typedef struct mm_sample {
 	int nnodes;		/* Slurm's node count at the sample */
 	/* a bit per node index: drained in Slurm, or no record */
 	uint64_t *drained;
-	uint64_t lock_wait_ns;	/* how long slurmctld's locks took */
 	uint64_t locked_ns;	/* when it had them (CLOCK_MONOTONIC) */
 } mm_sample_t;
 
