@@ -1,7 +1,7 @@
 """What every benchmark under testsuite/bench shares: output, run metadata
 (the Slurm version the clusters ran), JSON files, the matplotlib skeleton,
-CPU sampling, the built benchmark programs and the stopping of clusters on
-a signal.
+CPU sampling, the interval of a mean, the built benchmark programs and the
+stopping of clusters on a signal.
 
 A script in a subdirectory imports it with
 
@@ -274,6 +274,31 @@ class CpuSampler:
         if len(inside) < 2:
             return None
         return cpu_busy(inside[0][1:], inside[-1][1:])
+
+
+# ----------------------------------------------------------- statistics
+
+def mean_interval(values, conf=0.95, resamples=20000, seed=1):
+    """The mean of VALUES with its standard error and a bootstrap
+    percentile interval: (mean, se, (lo, hi), upper), where [lo, hi] holds
+    the mean with probability CONF two-sided and `upper` bounds it from
+    above one-sided.  The bootstrap assumes no distribution: the on/off
+    pairs of a noisy host have long tails.  SEED makes a summary
+    reproducible from its JSON."""
+    import random
+    import statistics
+    n = len(values)
+    mean = statistics.fmean(values)
+    if n < 2:
+        return mean, None, (None, None), None
+    se = statistics.stdev(values) / n ** 0.5
+    rnd = random.Random(seed)
+    means = sorted(statistics.fmean(rnd.choices(values, k=n)) for _ in range(resamples))
+
+    def q(p):
+        return means[min(resamples - 1, max(0, int(p * resamples)))]
+    tail = (1 - conf) / 2
+    return mean, se, (q(tail), q(1 - tail)), q(conf)
 
 
 # ------------------------------------------------- built bench programs

@@ -1,6 +1,6 @@
 """Unit tests of benchlib's and the harness's pure parts (no cluster): the
-result file names per Slurm version and the slurm.conf lines a cluster's
-extra_conf replaces.  python3 -m pytest testsuite/bench/test_benchlib.py"""
+result file names per Slurm version, the slurm.conf lines a cluster's
+extra_conf replaces and the interval of a mean.  python3 -m pytest testsuite/bench/test_benchlib.py"""
 import os
 import sys
 
@@ -69,3 +69,28 @@ def test_versions_keep_a_mismatch_and_what_is_missing():
     assert got["slurmd"] == ["22.05.8", "24.11.5"]
     assert bl.parse_slurm_versions("", "", "") == {"scontrol": None, "slurmctld": None,
                                                    "slurmd": []}
+
+
+def test_mean_interval_holds_the_mean_and_narrows_with_more_pairs():
+    few = [3.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1.0, -3.0]
+    mean, se, (lo, hi), upper = bl.mean_interval(few)
+    assert mean == 0.0
+    assert se > 0
+    assert lo < mean < upper < hi
+    many = few * 16
+    m2, se2, (lo2, hi2), _ = bl.mean_interval(many)
+    assert m2 == 0.0 and se2 < se / 3
+    assert lo < lo2 < 0 < hi2 < hi
+
+
+def test_mean_interval_is_the_same_from_the_same_values():
+    v = [1.5, -0.2, 0.3, 4.0, -2.5, 0.0]
+    assert bl.mean_interval(v) == bl.mean_interval(list(v))
+
+
+def test_mean_interval_of_constant_values_is_a_point():
+    assert bl.mean_interval([0.25] * 10) == (0.25, 0.0, (0.25, 0.25), 0.25)
+
+
+def test_mean_interval_of_one_value_has_no_interval():
+    assert bl.mean_interval([2.0]) == (2.0, None, (None, None), None)
