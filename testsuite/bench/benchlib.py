@@ -11,9 +11,11 @@ A script in a subdirectory imports it with
 import datetime
 import json
 import os
+import random
 import re
 import shlex
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -285,8 +287,6 @@ def mean_interval(values, conf=0.95, resamples=20000, seed=1):
     above one-sided.  The bootstrap assumes no distribution: the on/off
     pairs of a noisy host have long tails.  SEED makes a summary
     reproducible from its JSON."""
-    import random
-    import statistics
     n = len(values)
     mean = statistics.fmean(values)
     if n < 2:
