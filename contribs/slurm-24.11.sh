@@ -29,6 +29,12 @@ jobs=${STORM_BUILD_JOBS:-2}
 log() { echo "slurm-24.11: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# Two clones bootstrapping at once share this cache: the second waits for
+# the first's build instead of building over it.
+mkdir -p "$(dirname "$dest")"
+exec 9>"$dest.lock"
+flock 9
+
 if [ -f "$stamp" ] && [ -x "$prefix/sbin/slurmctld" ] &&
    [ -f "$src/config.h" ]; then
 	echo "$src $prefix"

@@ -24,6 +24,12 @@ installed_hex=$(awk '/define SLURM_VERSION_NUMBER/ {print $3}' \
 	/usr/include/slurm/slurm_version.h)
 stamp="$dest/.storm-configured-$pkgver"
 
+# Two clones bootstrapping at once share this cache: the second waits for
+# the first's tree instead of unpacking over it.
+mkdir -p "$(dirname "$dest")"
+exec 9>"$dest.lock"
+flock 9
+
 if [ -f "$stamp" ]; then
 	echo "$dest/slurm"
 	exit 0
