@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The STORM for Slurm demo: one 8-node cluster on this host, driven through
-srun and sbatch, printing what each step did and what it measured."""
+srun and sbatch, printing what each step did, then a table of what it
+measured, STORM beside stock Slurm."""
 import argparse
 import os
 import statistics
@@ -116,14 +117,16 @@ def section_launch(tmp, builddir=None, runs=3):
             sb.append((time.monotonic() - t) * 1000)
         c.run(["scancel", jobid], check=False)
         for name, xs in res.items():
-            say("  %-22s launch: min %5.0f ms, median %5.0f ms" % (
-                name, min(xs), statistics.median(xs)))
+            say("  %-22s %6.0f ms (median)" % (name.strip(), statistics.median(xs)))
         wire = c.wire_ms(os.path.getsize(exe))
-        say("  transfer alone: wire time S/R %.0f ms; sbcast median %.0f ms (%.1fx the "
-            "wire), STORM broadcast median %.0f ms (%.2fx the wire): %.1fx faster" % (
-                wire, statistics.median(sb), statistics.median(sb) / wire,
-                statistics.median(xfer), statistics.median(xfer) / wire,
-                statistics.median(sb) / statistics.median(xfer)))
+        say("  %-22s %6.0f ms (median)" % ("sbcast, file only", statistics.median(sb)))
+        say("  %-22s %6.0f ms (median)" % ("STORM, file only", statistics.median(xfer)))
+        return {"nodes": 16, "mbit": LAUNCH_LINK_MBIT, "wire_ms": wire,
+                "storm_ms": statistics.median(res["srun, STORM broadcast"]),
+                "stock_ms": statistics.median(res["stock srun --bcast"]),
+                "plain_ms": statistics.median(res["stock srun"]),
+                "storm_xfer_ms": statistics.median(xfer),
+                "sbcast_ms": statistics.median(sb)}
     finally:
         c.stop()
 
@@ -132,12 +135,13 @@ def section_gang(tmp, builddir=None, window=6.0, view=None):
     """A gang-scheduled pair of CPU-bound jobs on 2 nodes at the smallest
     quantum the gang benchmark found within 2% slowdown, with the
     StrobeInterval it was measured with (20 ms, a strobe every quantum,
-    without a benchmark): job A alone, then A and B together, the slowdown of the pair
-    against A alone, how often both ran at once, and the STORM vs stock Slurm
-    figures of doc/bench/gang.json (stock gang needs minutes per point: the
-    benchmark measures it, in the same run as STORM).  With view (listen
-    address, seconds), storm-web serves the pair's cluster from its start
-    and the pair keeps running that long after the figures."""
+    without a benchmark): job A alone, then A and B together, each job's
+    share of the CPU and the slowdown of the pair against A alone.  Stock
+    gang needs minutes per point, so its figures come from
+    doc/bench/gang.json (the benchmark measures it in the same run as
+    STORM).  With view (listen address, seconds), storm-web serves the
+    pair's cluster from its start and the pair keeps running that long
+    after the figures."""
     import contextlib
     import json
     import storm_gang as g
@@ -179,27 +183,17 @@ def section_gang(tmp, builddir=None, window=6.0, view=None):
         got, wall = g.cpu_deltas(keys, 2 * window)
         got_a = sum(got[(n, "a")] for n in nodes)
         got_b = sum(got[(n, "b")] for n in nodes)
-        # Overlap in a window of its own: the 2 ms sampler runs real-time
-        # and takes CPU from the jobs, which would count as slowdown.
-        s = g.sample(keys, 2.0)
-        both = max(g.analyse_pair([(t, {"a": v[(n, "a")], "b": v[(n, "b")]})
-                                   for t, v in s], "a", "b")["both_frac"] for n in nodes)
         hdr = g.mm_status(c)[0]
+        fig = {"quantum_ms": q_ms, "interval_ms": si_us / 1000.0,
+               "share_a": 100 * got_a / (got_a + got_b),
+               "share_b": 100 * got_b / (got_a + got_b),
+               "slowdown": alone * wall / (got_a + got_b),
+               "period_ms": int(hdr["period_us"]) / 1000.0}
         say("  squeue: %s" % " ".join(c.run(["squeue", "-h", "-o", "%i:%T"]).stdout.split()))
-        say("  job %d alone: %.2f CPU-s per second on its 2 nodes" % (a, alone))
-        say("  jobs %d+%d gang-scheduled: %.2f + %.2f CPU-s per second (share %.1f%% / %.1f%%)"
-            % (a, b, got_a / wall, got_b / wall, 100 * got_a / (got_a + got_b),
-               100 * got_b / (got_a + got_b)))
-        say("  slowdown of the pair against one job alone: %.3f (1.0 = switching costs nothing)"
-            % (alone * wall / (got_a + got_b)))
-        # a sample with a switch inside it shows both jobs running: at a
-        # quantum of Q ms about 2/Q of the ~2 ms samples straddle one
-        say("  both jobs running in the same ~2 ms sample on a node: %.1f%% of the time"
-            " (samples that straddle a switch count; at this quantum up to %.0f%% do)"
-            % (100 * both, 100 * min(1.0, 2.0 / q_ms)))
-        say("  machine manager: quantum %.1f ms, measured period %.1f ms, strobe %s us, confirm %s us"
-            % (int(hdr["quantum_us"]) / 1000.0, int(hdr["period_us"]) / 1000.0,
-               hdr["strobe_us"], hdr["confirm_us"]))
+        say("  job %d alone: %.2f CPU-seconds per second on its 2 nodes" % (a, alone))
+        say("  jobs %d and %d together: %.1f%% / %.1f%% of the CPU, slowdown %.2fx"
+            % (a, b, fig["share_a"], fig["share_b"], fig["slowdown"]))
+        say("  quantum set %.1f ms, measured %.1f ms" % (q_ms, fig["period_ms"]))
         r = c.run([os.path.join(c.builddir, "src", "stormctl", "stormctl"), "show"], check=False)
         for line in r.stdout.splitlines()[5:9]:
             say("  | " + line)
@@ -211,17 +205,49 @@ def section_gang(tmp, builddir=None, window=6.0, view=None):
         stack.close()
     finally:
         c.stop()
-    if sm:
-        say("  STORM vs stock Slurm gang (doc/bench/gang.json, %s, same run):" % sm.get("date"))
-        def num(v, fmt="%.0f"):
-            return fmt % v if isinstance(v, (int, float)) else "n/a"
-        say("    smallest quantum with <= 2%% slowdown: STORM %s ms (%s), stock %s ms (stock accepts 5000 ms and up)"
-            % (num(sm.get("min_quantum_ms_2pct"), "%g"), sm.get("min_quantum_2pct_with", "n/a"),
-               num(sm.get("stock_min_quantum_ms_2pct"), "%g")))
-        say("    switch skew at 16 nodes, p99: STORM %s us, stock %s us"
-            % (num(sm.get("skew_p99_us_16n")), num(sm.get("stock_skew_p99_us_16n"))))
-    else:
-        say("  STORM vs stock figures: run testsuite/bench/gang/run-gang-bench (writes %s)" % js)
+    fig["bench"] = sm
+    return fig
+
+
+def ms_or_s(ms):
+    return "%g s" % (ms / 1000.0) if ms >= 1000 else "%g ms" % ms
+
+
+def summary(launch, gang):
+    """What a person deciding about STORM wants: STORM beside stock Slurm,
+    with units, one line each."""
+    rows = []
+    if launch:
+        rows.append(("launch 12 MiB on %d nodes, %d Mbit/s links" % (launch["nodes"], launch["mbit"]),
+                     "%.0f ms" % launch["storm_ms"],
+                     "%.0f ms (srun --bcast)" % launch["stock_ms"]))
+        rows.append(("the file alone (wire time %.0f ms)" % launch["wire_ms"],
+                     "%.0f ms" % launch["storm_xfer_ms"],
+                     "%.0f ms (sbcast)" % launch["sbcast_ms"]))
+    if gang:
+        sm = gang["bench"]
+        setting = "%g ms" % gang["quantum_ms"]
+        if gang["interval_ms"]:
+            setting += ", a strobe per %g ms" % gang["interval_ms"]
+        rows.append(("gang at %s: CPU of job A / job B" % setting,
+                     "%.1f%% / %.1f%%" % (gang["share_a"], gang["share_b"]), "-"))
+        rows.append(("slowdown of the pair against one job alone",
+                     "%.2fx" % gang["slowdown"], "-"))
+        stock_min = sm.get("stock_min_quantum_ms_accepted") or 5000
+        rows.append(("smallest usable timeslice", "%g ms" % gang["quantum_ms"],
+                     "%s (its minimum)" % ms_or_s(stock_min)))
+        if sm.get("skew_p99_us_16n") and sm.get("stock_skew_p99_us_16n"):
+            rows.append(("switch skew, 16 nodes, p99 (doc/bench/gang.json)",
+                         "%.0f us" % sm["skew_p99_us_16n"],
+                         ms_or_s(round(sm["stock_skew_p99_us_16n"] / 1000.0))))
+    if not rows:
+        return
+    w = max(len(r[0]) for r in rows)
+    v = max(len(r[1]) for r in rows + [("", "STORM")])
+    say("== STORM beside stock Slurm")
+    say("  %-*s  %-*s  %s" % (w, "", v, "STORM", "stock Slurm"))
+    for r in rows:
+        say("  %-*s  %-*s  %s" % (w, r[0], v, r[1], r[2]))
 
 
 def main():
@@ -256,10 +282,12 @@ def main():
     finally:
         c.stop()
         say("Cluster stopped.")
+    launch = gang = None
     if not args.no_launch:
-        section_launch(tmp)
+        launch = section_launch(tmp)
     if not args.no_gang:
-        section_gang(tmp, view=(args.view_listen, args.view) if args.view is not None else None)
+        gang = section_gang(tmp, view=(args.view_listen, args.view) if args.view is not None else None)
+    summary(launch, gang)
     if not args.keep:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)

@@ -3,11 +3,11 @@
  * launch plugin) and the node managers.  Header only: srun and storm-nm
  * include it, nothing else.
  *
- * srun does not join the fabric (that costs an srun about 400 ms here:
- * loading libfabric and probing providers).  It hands the file over one TCP
- * connection to the node manager of the step's first node, the relay,
- * which is on the fabric already, and the relay is the root of the
- * multicast:
+ * srun does not join the fabric (that costs an srun hundreds of
+ * milliseconds: loading libfabric and probing providers).  It hands the
+ * file over one TCP connection to the node manager of the step's first
+ * node, the relay, which is on the fabric already, and the relay is the
+ * root of the multicast:
  *   0. srun -> relay (TCP, BcastPort): a storm_relay_req_t, srun's munge
  *      credential (its payload names job, step, uid, file, size, mode and
  *      checksum), the step's node list, then the file.  The relay checks the

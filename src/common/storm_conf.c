@@ -98,8 +98,8 @@ static int set_err(char *errbuf, size_t errlen, const char *fmt, ...)
 extern void storm_conf_defaults(storm_conf_t *conf)
 {
 	memset(conf, 0, sizeof(*conf));
-	/* a strobe every quantum costs little from here up (README, gang
-	 * benchmark), and interactive jobs still respond */
+	/* a strobe every quantum costs little from here up (the gang
+	 * benchmark, doc/benchmarks.md), and interactive jobs still respond */
 	conf->timeslice_us = 20000;
 	conf->max_mpl = 2;
 	conf->policy = STORM_POLICY_GANG;

@@ -127,9 +127,10 @@ extern uint32_t storm_conf_part_max_mpl(const storm_conf_t *conf,
 #define STORM_CONF_MAX_QUANTA_PER_STROBE 1000
 /* StrobeInterval=auto: a strobe every quantum from this Timeslice up, and
  * below it one strobe per STORM_CONF_AUTO_STROBE_US of quanta (at most
- * half of FailSafe, whole quanta).  doc/bench/gang.json on the 2-core
- * reference host: with a strobe every quantum 20 ms is at the 2% line and
- * 2 ms loses 11-14%; with a strobe per 200 ms, 2 ms loses 0.8-1.7%. */
+ * half of FailSafe, whole quanta).  Under this Timeslice a strobe every
+ * quantum costs the jobs more than the switches themselves, and an
+ * interval brings short quanta back near the bare freeze/thaw cost (the
+ * gang benchmark, doc/benchmarks.md). */
 #define STORM_CONF_AUTO_STROBE_FROM_US 20000ULL
 #define STORM_CONF_AUTO_STROBE_US 200000ULL
 extern uint32_t storm_conf_quanta_per_strobe(const storm_conf_t *conf);

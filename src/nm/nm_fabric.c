@@ -43,8 +43,9 @@ extern int nm_fabric_open(nm_t *nm)
 	cfg.timeout_ms = (int) (nm->conf.timeout_us / 1000);
 	/* No spinning after a message: the progress thread is SCHED_FIFO, so
 	 * its sched_yield() spin takes the CPU from the jobs on this node
-	 * (measured: half the gang overhead at a 2 ms quantum).  It sleeps
-	 * on the CQ fd instead and wakes within tens of microseconds. */
+	 * at every message, which at short quanta is most of what gang
+	 * scheduling costs them.  It sleeps on the CQ fd instead and wakes
+	 * within tens of microseconds. */
 	cfg.busy_poll_us = 0;
 	/* 0..15 the NM's own, then one per broadcast client slot */
 	cfg.nvars = STORM_BCAST_NVARS;

@@ -13,8 +13,8 @@
  * (nm_failsafe.c).  See storm_gang.h for the wire format.
  *
  * Why freeze first, then thaw: the two gangs must not run at once on a
- * node; a v1 freeze takes effect within about 100 us on this kind of
- * host, so the overlap is that, not the whole quantum.
+ * node; a v1 freeze takes effect within microseconds, so the overlap is
+ * that, not the whole quantum.
  *
  * Why real-time threads: a freeze issued from an ordinary thread on a busy
  * node waits milliseconds for a scheduler tick; from a real-time thread it

@@ -4,8 +4,8 @@
  * step, and this node manager, as the step's first node, multicasts it to
  * the others over the fabric (protocol: src/common/storm_bcast.h).
  *
- * Why a relay: srun joining the fabric itself costs it about 400 ms on
- * this kind of host before the first byte moves (loading libfabric runs
+ * Why a relay: srun joining the fabric itself costs it hundreds of
+ * milliseconds before the first byte moves (loading libfabric runs
  * the constructors of libpsm2 and libinfinipath, which sleep; the first
  * fi_getinfo() probes verbs through /proc/kallsyms), and a new endpoint
  * then pays for its connections.  The node managers are on the fabric

@@ -168,7 +168,7 @@ static int ask_each(const storm_set_t *set, uint64_t key, int want,
  * questions there is only time to wait for.  (Nodes signalling the relay
  * when their variable moves was tried: after the relay's link was cut and
  * restored, its next broadcast failed to reach the others, where it works
- * without the signals; the attempt is logged in doc/notes/.)
+ * without the signals.)
  */
 static bool pause_us(long us)
 {

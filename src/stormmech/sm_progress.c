@@ -225,8 +225,9 @@ static void deep_sleep(struct storm_ctx *ctx, int us)
  * With the progress thread running, a waiter only sleeps until the thread
  * reports a change it may be waiting for (wake_gen).  The periodic recheck
  * is a safety net only: every wake-up of an idle real-time waiter costs
- * the jobs a context switch (at 5 ms it was 200 wake-ups a second per
- * waiting thread, most of a node manager's CPU under Policy=local).
+ * the jobs a context switch (a recheck every quantum would wake each
+ * waiting thread hundreds of times a second, for nothing, when nothing
+ * switches).
  */
 #define SM_WAIT_RECHECK_NS (100 * 1000000ull)
 

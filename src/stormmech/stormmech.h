@@ -107,8 +107,9 @@
  * hop's latency per node on every strobe.
  *
  * Defaults: chunk 512 KiB, window 4, arity 4, timeout 5 s.  The chunk and
- * window are STORM's values (smaller chunks, down to 64 KiB, were not
- * better on the providers used here); arity 4 keeps the tree depth at 2 for
+ * window are STORM's values (smaller chunks did not help over tcp;ofi_rxm,
+ * where each message costs more than its bytes); arity 4 keeps the tree
+ * depth at 2 for
  * 16 nodes.  testsuite/bench/mech/run-mech-bench --sweep measures chunk,
  * window and arity for 16 endpoints, the way to retune them for a host
  * (doc/bench/mech.json holds a sweep's output).

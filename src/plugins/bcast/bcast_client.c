@@ -5,9 +5,9 @@
  * step's other nodes over the fabric and answers when every node holds it
  * (protocol: src/common/storm_bcast.h).
  *
- * srun itself never loads libfabric: joining the fabric cost an srun about
- * 400 ms here (library constructors that sleep, provider probing, new
- * connections), more than the whole transfer.  What srun sends is
+ * srun itself never loads libfabric: joining the fabric costs an srun
+ * hundreds of milliseconds (library constructors that sleep, provider
+ * probing, new connections), more than a whole transfer.  What srun sends is
  * authenticated by its munge credential, which names the job, the step,
  * the user and the file's size and checksum; every node checks it.
  */

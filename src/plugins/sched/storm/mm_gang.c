@@ -76,9 +76,9 @@
  * When nothing time-shares (at most one slot), the strobe is only the
  * heartbeat: it then goes out every max(Timeslice, 50 ms).  A heartbeat
  * every millisecond quantum cost every node manager a tree message
- * hundreds of times a second for nothing to switch; on a 2-core host
- * running several clusters that load starved the strobes of the clusters
- * that did switch.  A dead node manager is still drained after
+ * hundreds of times a second for nothing to switch, CPU that time-sharing
+ * nodes elsewhere on the same hosts need.  A dead node manager is still
+ * drained after
  * SuspectQuanta heartbeats.
  */
 #define MM_IDLE_HEARTBEAT_NS 50000000ULL

@@ -8,9 +8,9 @@
  * behind the job a node had just thawed, and the period stretched well
  * past the quantum once the nodes switched at COMMIT.  It is back at
  * normal priority whenever it takes slurmctld's locks, drains a node or
- * writes a file: with the whole thread real-time, slurmctld once hung at
- * start-up on a busy 2-core host (the thread waited on a lock whose holder
- * never ran).  But only then: a quantum that needs none of that (all but
+ * writes a file: with the whole thread real-time, slurmctld can hang at
+ * start-up on a busy host (the thread waits on a lock whose holder never
+ * runs).  But only then: a quantum that needs none of that (all but
  * the one that rebuilds every 100 ms and the one that writes the status
  * file every second) stays real-time throughout.  Dropping and raising the
  * priority around that work every quantum cost six sched_setscheduler
