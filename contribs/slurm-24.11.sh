@@ -61,12 +61,15 @@ EOF
 		die "apt-get update failed; is http://deb.debian.org/debian reachable?"
 fi
 
-# The index's sha256 for the upstream tarball, of this version.
+# The index's sha256 for the upstream tarball, of this version.  awk reads
+# the whole listing: leaving early could end apt-cache with SIGPIPE, which
+# pipefail and set -e turn into a silent exit of this script.
 want=$(apt-cache showsrc "$srcpkg" | awk -v v="$version" -v f="$tarball" '
 	/^Version: / { inv = (index($2, v "-") == 1) }
 	/^Checksums-Sha256:/ { ins = 1; next }
 	/^[^ ]/ { ins = 0 }
-	inv && ins && $3 == f { print $1; exit }')
+	inv && ins && $3 == f && !sum { sum = $1 }
+	END { print sum }')
 [ -n "$want" ] ||
 	die "the $suite sources index lists no $tarball (does $suite still carry $srcpkg $version?)"
 
