@@ -206,11 +206,11 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 			     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	}
 	*now = mm_now_ns(CLOCK_MONOTONIC);
+	mm_faults_take_out(mm);
+	mm_faults_watch_dead(mm, *now);
 	/* slurmctld's locks (the drains, the returns): see mm_prio.c */
 	if (mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
-	mm_faults_take_out(mm);
-	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
 	mm_return_track(mm, *now);
 	mm_return_nodes(mm, *now);
