@@ -114,15 +114,17 @@ static void confirm_incomplete(mm_t *mm, int rc, const storm_set_t *unreach,
 }
 
 /*
- * Only a clean "false" (every node answered, someone had not applied the
- * strobe) is held against particular nodes, after asking each one alone.
- * A COMPARE-AND-WRITE that times out says little about who: it is
- * serialized at the set's lowest rank, which waits for its own children up
- * to the node managers' Timeout, so one dead node makes the healthy lowest
- * rank look dead too.  Dead nodes are found by the strobe's
- * XFER-AND-SIGNAL instead (its failed set, narrowed by one-node probes in
- * mm_faults_sort_out()); after a timeout, confirmations pause for Timeout
- * so the serializer can drain.
+ * A clean "false" (every node answered, someone had not applied the
+ * strobe) is held against particular nodes after asking each one alone.
+ * The COMPARE-AND-WRITE is serialized at the set's lowest rank, which runs
+ * it with this thread's ack timeout (sm_caw.c): a member that does not
+ * answer, a leaf below a healthy parent included, is named in the result,
+ * and the named ones are asked alone too and leave the strobe set if they
+ * do not answer (mm_faults_sort_out()), as after a failed strobe.  When the
+ * serializer itself does not answer in time, the result names only it and
+ * says nothing of the others: dead nodes are then found by the strobe's
+ * XFER-AND-SIGNAL, and confirmations pause for Timeout so the serializer
+ * can drain (a node manager of an older version waits its own Timeout).
  */
 extern void mm_faults_confirm(mm_t *mm)
 {
@@ -142,6 +144,12 @@ extern void mm_faults_confirm(mm_t *mm)
 		for (int r = storm_set_next(&live, 0); r >= 0;
 		     r = storm_set_next(&live, r + 1))
 			mm_faults_acked(mm, r);
+		return;
+	}
+	if (rc == 0 && storm_set_count(&unreach) &&
+	    !storm_set_has(&unreach, storm_set_next(&live, 0))) {
+		mm->stats.confirm_timeouts++;
+		mm_faults_sort_out(mm, &unreach, "missed a confirmation");
 		return;
 	}
 	if (rc < 0 || storm_set_count(&unreach)) {
