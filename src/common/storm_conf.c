@@ -110,9 +110,12 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->failsafe_us = 1000000;
 	conf->strobe_interval_auto = true;
 	conf->suspect_quanta = 50;
-	/* silent this long is dead: inside half a second with the probe
-	 * and the drain that follow (mm_faults.c) */
-	conf->suspect_time_us = 250000;
+	/* silent this long is dead: several times the longest silence of a
+	 * live node manager on a loaded host, whose heartbeats (four per
+	 * SuspectTime, from a real-time thread) can still be held up by the
+	 * host for hundreds of milliseconds; a dead one is drained in about
+	 * SuspectTime and a quarter (storm.conf(5)) */
+	conf->suspect_time_us = 1000000;
 	/* long enough to see a restarted node manager settle, short enough
 	 * that a restart (slurmd's, an upgrade's) costs no administrator */
 	conf->return_after_us = 2000000;

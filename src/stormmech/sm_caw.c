@@ -6,6 +6,13 @@
  * request is a compare round (REQ down, REPLY up, AND-reduced) and, when
  * true and asked, a write round (WRITE down, WACK up) before the next
  * request starts.
+ *
+ * A request runs with its origin's timeout (never above the serializer's
+ * own): the origin waits twice that for the result, so a member that does
+ * not answer is named in it, by its parent or by the serializer, before
+ * the origin gives up on the serializer.  With the serializer's timeout a
+ * short-waiting origin (the Machine Manager) could only blame the
+ * serializer for any stalled member below it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -142,6 +149,8 @@ static void start_next(struct storm_ctx *ctx)
 		op->set = q->set;
 		op->arity = ctx->cfg.arity;
 		op->timeout_ms = ctx->cfg.timeout_ms;
+		if (q->timeout_ms < (uint32_t)op->timeout_ms)
+			op->timeout_ms = (int)q->timeout_ms;
 		op->var = (int)q->var;
 		op->cmp = q->cmp;
 		op->value = q->value;

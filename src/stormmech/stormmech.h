@@ -61,7 +61,10 @@
  *   So all COMPARE-AND-WRITEs on sets with the same lowest rank are
  *   sequentially consistent (one winner among identical concurrent
  *   callers).  Sets with different lowest ranks are not ordered against
- *   each other.
+ *   each other.  A request runs with its caller's timeout (at most the
+ *   serializer's own), depth-scaled down the tree as for a transfer, so a
+ *   member that does not answer is named in the result before the caller
+ *   gives up on the serializer (then only the serializer is named).
  *
  * Capabilities
  *   At open the provider's native atomics, FI_RMA_EVENT remote counters and

@@ -315,6 +315,38 @@ START_TEST(nobody_heard_drains_none)
 }
 END_TEST
 
+/* A stall of the listener in the middle of a whole silence (slurmctld
+ * busy while every node manager is stopped) restarts every silence but
+ * does not end the episode: nobody was heard.  It ends when somebody is,
+ * with the time of that in heard_again_ns. */
+START_TEST(stall_in_whole_silence_does_not_end_it)
+{
+	mm_silence_t s;
+	bool alive[3] = { true, true, true };
+	uint64_t now = 1000 * MS;
+	unsigned what;
+
+	ck_assert_int_eq(mm_silence_init(&s, 3, SUSPECT, TICK), 0);
+	run(&s, &now, now + 500 * MS, TICK, BEAT, alive);
+	for (int k = 0; k < 10; k++) {
+		now += 1000 * MS;	/* a stall: no pass for a second */
+		what = mm_silence_tick(&s, now);
+		ck_assert(what & MM_SILENCE_STALL);
+		ck_assert(!(what & MM_SILENCE_FORGIVEN));
+		run(&s, &now, now + SUSPECT, TICK, BEAT, (bool[3]) { 0 });
+		ck_assert(s.all_silent);
+		ck_assert_uint_eq(s.heard_again_ns, 0);
+		for (int i = 0; i < 3; i++)
+			ck_assert(!mm_silence_due(&s, i));
+	}
+	mm_silence_heard(&s, 1, now);
+	ck_assert(mm_silence_tick(&s, now) & MM_SILENCE_FORGIVEN);
+	ck_assert_uint_eq(s.heard_again_ns, now);
+	ck_assert(!s.all_silent);
+	mm_silence_free(&s);
+}
+END_TEST
+
 /* One node only: its silence is its own, the nobody rule needs two. */
 START_TEST(single_node_is_drained)
 {
@@ -365,6 +397,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, due_relative_to_the_newest_beat);
 	tcase_add_test(tc, stall_limit);
 	tcase_add_test(tc, nobody_heard_drains_none);
+	tcase_add_test(tc, stall_in_whole_silence_does_not_end_it);
 	tcase_add_test(tc, single_node_is_drained);
 	tcase_add_test(tc, never_heard_is_not_judged);
 	suite_add_tcase(s, tc);

@@ -176,11 +176,11 @@ START_TEST(gang_keys)
 	ck_assert_uint_eq(storm_conf_quanta_per_strobe(&conf), 1);
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.ctl_port, 7099);
-	ck_assert_uint_eq(conf.suspect_time_us, 250000);
-	ck_assert_uint_eq(storm_conf_beat_us(&conf), 62500);
-	ck_assert_int_eq(parse("SuspectTime=1s\n"), 0);
 	ck_assert_uint_eq(conf.suspect_time_us, 1000000);
 	ck_assert_uint_eq(storm_conf_beat_us(&conf), 250000);
+	ck_assert_int_eq(parse("SuspectTime=250ms\n"), 0);
+	ck_assert_uint_eq(conf.suspect_time_us, 250000);
+	ck_assert_uint_eq(storm_conf_beat_us(&conf), 62500);
 	/* ReturnAfter: the MM returns its drains after 2 s; 0 never */
 	ck_assert_int_eq(parse(""), 0);
 	ck_assert_uint_eq(conf.return_after_us, 2000000);

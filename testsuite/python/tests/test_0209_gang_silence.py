@@ -3,7 +3,8 @@ and however rare the strobes: each node manager sends the Machine Manager a
 heartbeat four times per SuspectTime from a real-time thread of its own,
 and the Machine Manager listens for them between strobes too.  When every
 node manager falls silent at once, the fault is more likely the
-controller's, and none is drained."""
+controller's, and none is drained, however long that lasts: when they come
+back, switching resumes and no fail-safe stays open."""
 import contextlib
 import os
 import signal
@@ -15,7 +16,9 @@ import storm_gang as g
 from test_0203_gang_faults import _drained_by_storm, resumed_on_exit
 
 NODES = ["node1", "node2", "node3"]
-SUSPECT_MS = 300
+# Well above what a live node manager on a loaded host is ever silent for
+# (its heartbeats are four per SuspectTime): only a stopped one is drained.
+SUSPECT_MS = 1000
 
 # Strobes far apart: every 5 s (long quanta), or one per 400 ms covering
 # 200 quanta of 2 ms (StrobeInterval).  Neither could drain a node in
@@ -49,10 +52,11 @@ def _stopped(*pids):
 
 
 def _answering(c, node):
+    """In the strobe set and heard within the cluster's SuspectTime."""
     hdr, nodes, _ = g.mm_status(c)
     n = nodes.get(node, {})
     return n.get("state") == "live" and int(n.get("silent_ms", "-1")) >= 0 \
-        and int(n["silent_ms"]) < SUSPECT_MS
+        and int(n["silent_ms"]) < int(hdr["suspect_time_us"]) // 1000
 
 
 def test_heartbeats_heard_between_strobes(silent3):
@@ -140,3 +144,59 @@ def test_every_node_silent_drains_none(silent3):
     assert "draining none" in text, text[-2000:]
     for n in NODES:
         assert not _drained_by_storm(c, n), n
+
+
+# A strobe every 20 ms quantum, SuspectQuanta and SuspectTime by default:
+# a 10 s silence is hundreds of missed quanta and ten SuspectTimes.
+WHOLE_CONF = "Timeslice=20ms\n"
+WHOLE_S = 10
+
+
+@pytest.fixture(scope="module")
+def whole3(make_gang_cluster):
+    return make_gang_cluster("gangwhole", 3, WHOLE_CONF)
+
+
+def _epochs(c):
+    return {n: int(g.nm_gang(c, n)["epoch"]) for n in NODES}
+
+
+def test_whole_cluster_silent_10s_drains_none(whole3):
+    """Every node manager stopped for 10 s while two jobs time-share (what
+    a switch reboot or the controller's link cut looks like to the machine
+    manager): no node is drained, and once they run again the strobes come
+    back to every node, every fail-safe closes and both jobs still run."""
+    c = whole3
+    log = c.path("log", "slurmctld.log")
+    with g.running_pair(c, NODES, ("wa", "wb"), timeout=90,
+                        idle_timeout=120) as (a, b, pa, pb):
+        g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
+                   "every node heard")
+        pids = {n: _nm_pid(c, n) for n in NODES}
+        drains = int(g.mm_status(c)[0]["drains"])
+        before = _epochs(c)
+        start = os.path.getsize(log)
+        with _stopped(*pids.values()):
+            time.sleep(WHOLE_S)
+        g.wait_for(lambda: all(_answering(c, n) for n in NODES), 60,
+                   "every node heard again")
+        # switching resumes: strobes newer than the stop on every node,
+        # and newer ones again after those
+        g.wait_for(lambda: all(e > before[n] for n, e in _epochs(c).items()),
+                   60, "strobes on every node again")
+        after = _epochs(c)
+        g.wait_for(lambda: all(e > after[n] for n, e in _epochs(c).items()),
+                   60, "strobes going on")
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no"
+                               for n in NODES), 60, "every fail-safe closed")
+        with open(log) as f:
+            f.seek(start)
+            text = f.read()
+        assert "draining none" in text, text[-3000:]
+        assert " drained node" not in text, text[-3000:]
+        assert int(g.mm_status(c)[0]["drains"]) == drains
+        for n in NODES:
+            assert not _drained_by_storm(c, n), n
+        assert {n: _nm_pid(c, n) for n in NODES} == pids
+        for j in (a, b):
+            assert c.job_info(j)["JobState"] == "RUNNING"

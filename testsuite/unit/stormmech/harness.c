@@ -217,19 +217,27 @@ static uint64_t now_ms(void)
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
-static int start(struct harness *h, int n, const storm_cfg_t *cfg, int hooked);
+static int start(struct harness *h, int n, const storm_cfg_t *cfg,
+		 const storm_cfg_t *dcfg, int hooked);
 
 int h_start(struct harness *h, int n, const storm_cfg_t *cfg)
 {
-	return start(h, n, cfg, 0);
+	return start(h, n, cfg, cfg, 0);
 }
 
 int h_start_hooked(struct harness *h, int n, const storm_cfg_t *cfg)
 {
-	return start(h, n, cfg, 1);
+	return start(h, n, cfg, cfg, 1);
 }
 
-static int start(struct harness *h, int n, const storm_cfg_t *cfg, int hooked)
+int h_start_driver(struct harness *h, int n, const storm_cfg_t *cfg,
+		   const storm_cfg_t *driver)
+{
+	return start(h, n, cfg, driver, 0);
+}
+
+static int start(struct harness *h, int n, const storm_cfg_t *cfg,
+		 const storm_cfg_t *dcfg, int hooked)
 {
 	memset(h, 0, sizeof(*h));
 	if (n > H_MAX)
@@ -248,7 +256,7 @@ static int start(struct harness *h, int n, const storm_cfg_t *cfg, int hooked)
 			member(h->sh, cfg, i);
 		h->pid[i] = p;
 	}
-	if (open_ctx(h->sh, cfg, n, &h->ctx))
+	if (open_ctx(h->sh, dcfg, n, &h->ctx))
 		return -EADDRINUSE;
 	uint64_t dl = now_ms() + 60000;
 	for (int i = 0; i < n; i++) {

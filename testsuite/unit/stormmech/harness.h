@@ -55,6 +55,11 @@ int  h_start(struct harness *h, int n, const storm_cfg_t *cfg);
 /* same, members install a storm_dest_f that receives into private
  * buffers (the node manager's tmpfs-mapping path) */
 int  h_start_hooked(struct harness *h, int n, const storm_cfg_t *cfg);
+/* same, the driver with a configuration of its own (a caller whose
+ * timeout is not the members', as the Machine Manager's is not the node
+ * managers') */
+int  h_start_driver(struct harness *h, int n, const storm_cfg_t *cfg,
+		    const storm_cfg_t *driver);
 void h_stop(struct harness *h);
 /* SIGKILL member i and reap it; later commands skip it */
 void h_kill(struct harness *h, int i);

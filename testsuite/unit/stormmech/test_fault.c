@@ -174,6 +174,51 @@ static void kill_in_caw(int prov_i, int victim)
 	h_stop(&h);
 }
 
+/*
+ * N=6, k=2, serializer rank 0: ranks 1 and 2 below it, 3 and 4 below 1.
+ * The members wait long (a node manager's Timeout), the caller briefly
+ * (the Machine Manager's ack timeout).  Leaf 4, stopped, is named in the
+ * result, within the caller's wait: not its parent, not the serializer.
+ * Continued, it answers again.
+ */
+START_TEST(caw_stopped_leaf_named)
+{
+	const char *prov = PROV_OR_SKIP(_i);
+	storm_cfg_t cfg, caller;
+	struct harness h;
+	const int N = 6, victim = 4;
+	storm_set_t un;
+	char un_s[64];
+
+	h_cfg(&cfg, prov);
+	cfg.timeout_ms = 10 * TMO;
+	cfg.arity = 2;
+	caller = cfg;
+	caller.timeout_ms = TMO;
+	ck_assert_int_eq(h_start_driver(&h, N, &cfg, &caller), 0);
+	storm_set_t set = range_set(0, N - 1);
+	int rc = 0;
+	for (int t = 0; t < 3 && rc != 1; t++)
+		rc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, -1, 0, &un);
+	ck_assert_int_eq(rc, 1);
+	kill(h.pid[victim], SIGSTOP);
+	double t0 = now_s();
+	rc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, -1, 0, &un);
+	double dt = now_s() - t0;
+	storm_set_format(&un, un_s, sizeof(un_s));
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(storm_set_count(&un) == 1 && storm_set_has(&un, victim),
+		      "unreachable %s", un_s);
+	ck_assert_msg(dt < 2.0 * TMO / 1000, "answer after %.1f s", dt);
+	kill(h.pid[victim], SIGCONT);
+	rc = 0;
+	for (int t = 0; t < 3 && rc != 1; t++)
+		rc = storm_caw(h.ctx, &set, 0, STORM_EQ, 0, -1, 0, &un);
+	ck_assert_int_eq(rc, 1);
+	h_stop(&h);
+}
+END_TEST
+
 START_TEST(caw_kill_member) { kill_in_caw(_i, 2); }
 END_TEST
 START_TEST(caw_kill_serializer) { kill_in_caw(_i, 0); }
@@ -188,6 +233,7 @@ int main(void)
 	tc[1] = tcase_create("caw");
 	tcase_add_loop_test(tc[1], caw_kill_member, 0, H_NPROV);
 	tcase_add_loop_test(tc[1], caw_kill_serializer, 0, H_NPROV);
+	tcase_add_loop_test(tc[1], caw_stopped_leaf_named, 0, H_NPROV);
 	for (int i = 0; i < 2; i++)
 		tcase_set_timeout(tc[i], 120);
 	return mech_run(mech_suite("stormmech-fault", tc, 2));

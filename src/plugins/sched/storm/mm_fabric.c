@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
@@ -88,6 +89,10 @@ static void learn_nodes(mm_t *mm, char *host, size_t hostlen)
 
 	lock_slurmctld(node_read);
 	n = mm->nnodes = node_record_count;
+	/* no node has answered this endpoint yet */
+	memset(&mm->tally, 0, sizeof(mm->tally));
+	atomic_store(&mm->nobody_heard, false);
+	atomic_store(&mm->heard_again_ns, 0);
 	mm->node_names = xcalloc(n + 1, sizeof(char *));
 	mm->node_addrs = xcalloc(n + 1, sizeof(char *));
 	mm->nodes = xcalloc(n + 1, sizeof(*mm->nodes));

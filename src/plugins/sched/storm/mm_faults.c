@@ -19,25 +19,6 @@
 #include "mm_heartbeat.h"
 #include "mm_return.h"
 
-/*
- * A node out of the strobe set is probed (a one-node COMPARE-AND-WRITE,
- * which waits up to the ack timeout) as soon as it is heard again after
- * it was taken out, then after MM_PROBE_FIRST_NS, doubling to
- * MM_PROBE_DEAD_NS while it is heard but does not answer (a link that
- * works one way only: each probe holds this thread for the ack timeout);
- * and once every MM_PROBE_DEAD_NS if it is not heard at all.  A node
- * manager that stalled past the ack timeout (a strobe it missed) must be
- * back in the strobes well before its FailSafe opens, and FailSafe may be
- * as short as the probe period was.
- */
-#define MM_PROBE_DEAD_NS 1000000000ULL
-#define MM_PROBE_FIRST_NS 100000000ULL
-/*
- * A node manager that never answered this MM may still be starting (slurmd
- * starts it): it gets this long before it is called dead.
- */
-#define MM_START_GRACE_NS 60000000000ULL
-
 extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 {
 	storm_set_t one, unreach;
@@ -72,7 +53,7 @@ extern void mm_faults_missed(mm_t *mm, int i, const char *why)
 {
 	mm_node_t *n = &mm->nodes[i];
 
-	n->misses++;
+	mm_rules_missed(&mm->tally, &n->misses, &n->miss_quanta);
 	if (n->misses == 1 && n->acked_once)
 		verbose("%s: %s (rank %d) is a suspect: %s", MM_PREFIX,
 			mm->node_names[i], i, why);
@@ -88,6 +69,7 @@ extern void mm_faults_acked(mm_t *mm, int i)
 		     !n->drained ? "" : mm->conf.return_after_us ?
 		     "; it is returned to service once it answered for ReturnAfter" :
 		     "; it stays drained until an administrator resumes it (ReturnAfter=0)");
+	mm_rules_answered(&mm->tally, !n->acked_once);
 	n->misses = 0;
 	/* a new outage drains it again (the administrator may have resumed
 	 * it since; draining a drained node only renews the reason) */
@@ -132,15 +114,17 @@ static void confirm_incomplete(mm_t *mm, int rc, const storm_set_t *unreach,
 }
 
 /*
- * Only a clean "false" (every node answered, someone had not applied the
- * strobe) is held against particular nodes, after asking each one alone.
- * A COMPARE-AND-WRITE that times out says little about who: it is
- * serialized at the set's lowest rank, which waits for its own children up
- * to the node managers' Timeout, so one dead node makes the healthy lowest
- * rank look dead too.  Dead nodes are found by the strobe's
- * XFER-AND-SIGNAL instead (its failed set, narrowed by one-node probes in
- * mm_faults_sort_out()); after a timeout, confirmations pause for Timeout
- * so the serializer can drain.
+ * A clean "false" (every node answered, someone had not applied the
+ * strobe) is held against particular nodes after asking each one alone.
+ * The COMPARE-AND-WRITE is serialized at the set's lowest rank, which runs
+ * it with this thread's ack timeout (sm_caw.c): a member that does not
+ * answer, a leaf below a healthy parent included, is named in the result,
+ * and the named ones are asked alone too and leave the strobe set if they
+ * do not answer (mm_faults_sort_out()), as after a failed strobe.  When the
+ * serializer itself does not answer in time, the result names only it and
+ * says nothing of the others: dead nodes are then found by the strobe's
+ * XFER-AND-SIGNAL, and confirmations pause for Timeout so the serializer
+ * can drain (a node manager of an older version waits its own Timeout).
  */
 extern void mm_faults_confirm(mm_t *mm)
 {
@@ -162,6 +146,12 @@ extern void mm_faults_confirm(mm_t *mm)
 			mm_faults_acked(mm, r);
 		return;
 	}
+	if (rc == 0 && storm_set_count(&unreach) &&
+	    !storm_set_has(&unreach, storm_set_next(&live, 0))) {
+		mm->stats.confirm_timeouts++;
+		mm_faults_sort_out(mm, &unreach, "missed a confirmation");
+		return;
+	}
 	if (rc < 0 || storm_set_count(&unreach)) {
 		confirm_incomplete(mm, rc, &unreach, now);
 		return;
@@ -177,33 +167,25 @@ extern void mm_faults_confirm(mm_t *mm)
 	}
 }
 
-/* When a node heard but not answering is probed next. */
-static uint64_t probe_backoff_ns(uint32_t failed)
-{
-	uint64_t ns = MM_PROBE_FIRST_NS;
-
-	while (failed-- > 1 && ns < MM_PROBE_DEAD_NS)
-		ns *= 2;
-	return ns < MM_PROBE_DEAD_NS ? ns : MM_PROBE_DEAD_NS;
-}
-
+/*
+ * A node out of the strobe set misses the quantum, and is probed when the
+ * rules say (mm_rules_probe_now()); then the quantum is tallied, before
+ * anyone is judged.
+ */
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 {
-	bool probe_now = now - mm->clk.last_probe >= MM_PROBE_DEAD_NS;
+	bool periodic = now - mm->clk.last_probe >= MM_PROBE_DEAD_NS;
 
 	for (int i = 0; i < mm->nnodes; i++) {
 		mm_node_t *n = &mm->nodes[i];
-		bool heard_again;
+		bool heard;
 
 		if (n->live)
 			continue;
-		n->misses++;
-		/* a quiet node would only make the probe wait out its
-		 * timeout: it is probed once heard again */
-		if (n->quiet)
-			continue;
-		heard_again = atomic_load(&n->heard_ns) > n->out_ns;
-		if (!probe_now && !(heard_again && now >= n->next_probe_ns))
+		mm_rules_missed(&mm->tally, &n->misses, &n->miss_quanta);
+		heard = atomic_load(&n->heard_ns) > n->out_ns;
+		if (!mm_rules_probe_now(n->quiet, heard, n->next_probe_ns,
+					periodic, now))
 			continue;
 		if (mm_faults_probe(mm, i, 0, NULL) == 1) {
 			n->live = true;
@@ -214,48 +196,68 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 		/* heard again from here on, before it is probed early */
 		n->out_ns = mm_now_ns(CLOCK_MONOTONIC);
 		n->next_probe_ns = n->out_ns +
-				   probe_backoff_ns(++n->failed_probes);
-		if (n->failed_probes % 10 == 0) {
-			/*
-			 * Dead for ten probes (some seconds): forget the
-			 * connection, so that a node manager restarted on that
-			 * node is reached afresh.  Not sooner: re-adding a peer
-			 * drops a connection still being set up, and a busy
-			 * node may just be slow to connect.
-			 */
+				   mm_rules_probe_backoff_ns(++n->failed_probes);
+		if (mm_rules_forget_peer(n->failed_probes))
 			storm_ctx_set_peer(mm->ctx, i, mm->node_addrs[i]);
-		}
 	}
-	if (probe_now)
+	if (periodic)
 		mm->clk.last_probe = now;
+	mm_rules_quantum_end(&mm->tally);
 }
 
-/* Heard once, then silent (no heartbeat, no acknowledgement) for longer
- * than SuspectTime, as the listener last counted it. */
+static mm_rules_conf_t rules_conf(const mm_t *mm)
+{
+	return (mm_rules_conf_t) {
+		.suspect_quanta = mm->conf.suspect_quanta,
+		.suspect_ns = mm->conf.suspect_time_us * 1000ULL,
+	};
+}
+
+static mm_rules_node_t rules_node(const mm_t *mm, int i)
+{
+	const mm_node_t *n = &mm->nodes[i];
+
+	return (mm_rules_node_t) {
+		.drained = atomic_load(&n->drained),
+		.acked_once = n->acked_once,
+		.misses = n->misses,
+		.miss_quanta = n->miss_quanta,
+		.heard_ns = atomic_load(&n->heard_ns),
+		.silent_ns = atomic_load(&n->silent_ns),
+	};
+}
+
+/* Silent for over SuspectTime, as the listener last counted it. */
 static bool is_silent(const mm_t *mm, int i)
 {
-	const mm_node_t *n = &mm->nodes[i];
+	mm_rules_conf_t conf = rules_conf(mm);
+	mm_rules_node_t n = rules_node(mm, i);
 
-	return n->heard_ns &&
-	       n->silent_ns > mm->conf.suspect_time_us * 1000ULL;
+	return mm_rules_silent(&conf, &n);
 }
 
-/* Missed SuspectQuanta acknowledgements in a row (once it acknowledged
- * this MM, or after MM_START_GRACE_NS); not drained yet.  Silence is the
+/* To drain for its missed quanta (mm_rules_suspect()); silence is the
  * listener's to judge (mm_faults_drain_silent()). */
-static bool is_suspect(mm_t *mm, int i)
+static bool is_suspect(const mm_t *mm, int i, uint64_t now)
 {
-	const mm_node_t *n = &mm->nodes[i];
+	mm_rules_conf_t conf = rules_conf(mm);
+	mm_rules_node_t n = rules_node(mm, i);
+	mm_rules_cluster_t c = {
+		.tally = &mm->tally,
+		.nobody_heard = atomic_load(&mm->nobody_heard),
+		.heard_again_ns = atomic_load(&mm->heard_again_ns),
+		.since_start_ns = now - mm->start_ns,
+	};
 
-	return !n->drained && n->misses >= mm->conf.suspect_quanta &&
-	       (n->acked_once ||
-		mm_now_ns(CLOCK_MONOTONIC) - mm->start_ns >= MM_START_GRACE_NS);
+	return mm_rules_suspect(&conf, &n, &c, now);
 }
 
 extern bool mm_faults_to_drain(mm_t *mm)
 {
+	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+
 	for (int i = 0; i < mm->nnodes; i++)
-		if (is_suspect(mm, i))
+		if (is_suspect(mm, i, now))
 			return true;
 	return false;
 }
@@ -329,8 +331,10 @@ static bool claim(mm_t *mm, int i)
  */
 extern void mm_faults_drain(mm_t *mm)
 {
+	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+
 	for (int i = 0; i < mm->nnodes; i++) {
-		if (!is_suspect(mm, i) || !claim(mm, i))
+		if (!is_suspect(mm, i, now) || !claim(mm, i))
 			continue;
 		if (is_silent(mm, i))
 			take_out(mm, i);

@@ -3,7 +3,9 @@
  * acknowledge, which are suspects, which are out of the strobe set, and
  * draining in Slurm those that miss SuspectQuanta quanta in a row or are
  * silent (no heartbeat, no acknowledgement) for SuspectTime: the latter
- * found by the listener thread (mm_listener.h).
+ * found by the listener thread (mm_listener.h).  What counts and when a
+ * node is drained are the rules of mm_fault_rules.h; this file gathers
+ * their inputs and acts on them.
  */
 #ifndef STORM_MM_FAULTS_H
 #define STORM_MM_FAULTS_H
@@ -29,7 +31,8 @@ extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
 extern void mm_faults_confirm(mm_t *mm);
 /* Nodes out of the strobe set: count the quantum, and see whether they
  * answer again: at once when heard again, else every second (a restarted
- * node manager). */
+ * node manager).  Then the quantum is tallied (mm_rules_quantum_end()):
+ * once a quantum, before mm_faults_to_drain(). */
 extern void mm_faults_watch_dead(mm_t *mm, uint64_t now);
 /* A node mm_faults_drain() would drain now (it takes slurmctld's locks). */
 extern bool mm_faults_to_drain(mm_t *mm);

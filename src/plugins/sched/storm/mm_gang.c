@@ -50,6 +50,7 @@
 #include "src/common/macros.h"
 #include "src/common/xmalloc.h"
 
+#include "mm_account.h"
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_gang.h"
@@ -94,8 +95,15 @@
  * strobe that can switch something is confirmed.
  */
 #define MM_IDLE_ACK_PROBE_NS 1000000000ULL
-/* Late strobes are logged one line per this, with the count between. */
-#define MM_GAP_LOG_NS 10000000000ULL
+
+/* From one strobe to the next: its span of quanta while switching (or at
+ * quanta over the idle heartbeat's), else the idle heartbeat's. */
+static uint64_t strobe_period_ns(bool switching, uint32_t span, uint64_t q_ns)
+{
+	if (switching || q_ns >= MM_IDLE_HEARTBEAT_NS)
+		return span * q_ns;
+	return MM_IDLE_HEARTBEAT_NS;
+}
 
 static mm_t mm_state = {
 	.mutex = PTHREAD_MUTEX_INITIALIZER,
@@ -104,23 +112,6 @@ static mm_t mm_state = {
 	.prio = -1,
 	.now = STORM_NOW_WRITER_INIT,
 };
-
-/* Exponential moving average, 1/8 weight for the new sample. */
-static void ewma(uint64_t *avg, uint64_t v)
-{
-	*avg = *avg ? (*avg * 7 + v) / 8 : v;
-}
-
-/* One strobe's or confirmation's cost (us) into its average and its
- * histogram: a scan of a dozen bounds and two additions a quantum. */
-static void account_cost(uint64_t *avg, storm_hist_t *h, uint64_t us)
-{
-	int n;
-	const uint64_t *le = storm_hist_latency_le_us(&n);
-
-	ewma(avg, us);
-	storm_hist_observe(h, le, n, us);
-}
 
 /* A change that needs a new fabric endpoint. */
 static bool conf_needs_rejoin(const storm_conf_t *old, const storm_conf_t *c)
@@ -202,15 +193,15 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 		uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC);
 
 		mm_faults_confirm(mm);
-		account_cost(&mm->stats.caw_us, &mm->stats.caw_hist,
+		mm_account_cost(&mm->stats.caw_us, &mm->stats.caw_hist,
 			     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	}
 	*now = mm_now_ns(CLOCK_MONOTONIC);
+	mm_faults_take_out(mm);
+	mm_faults_watch_dead(mm, *now);
 	/* slurmctld's locks (the drains, the returns): see mm_prio.c */
 	if (mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
-	mm_faults_take_out(mm);
-	mm_faults_watch_dead(mm, *now);
 	mm_faults_drain(mm);
 	mm_return_track(mm, *now);
 	mm_return_nodes(mm, *now);
@@ -227,58 +218,6 @@ static void step_rebuild(mm_t *mm, uint64_t now)
 	}
 	if (mm_jobs_rebuild(mm) || !mm->table.t)
 		mm_jobs_build_table(mm);
-}
-
-/* The measured period, per quantum whatever the span; it starts over when
- * switching starts or stops (the idle heartbeat's longer period would
- * otherwise linger in the average for many strobes). */
-static void account_period(mm_t *mm, uint64_t t0)
-{
-	mm_clock_t *c = &mm->clk;
-	bool switching = mm->matrix.nslots > 1;
-
-	if (switching != c->last_switching)
-		mm->stats.period_us = 0;
-	else if (c->last_start)
-		ewma(&mm->stats.period_us, (t0 - c->last_start) / 1000 /
-					   c->last_span);
-	c->last_start = t0;
-	c->last_span = mm->span;
-	c->last_switching = switching;
-}
-
-/*
- * A strobe later than its due time by half of FailSafe: the node managers
- * are half-way to failing safe.  Logged with what each step of the thread
- * took (this quantum's first three, the previous one's last three), since
- * the cause is the thread's own: the listener logs a stall of its own, and
- * a node that does not answer is a suspect.
- */
-static void note_gap(mm_t *mm, uint64_t t0, uint64_t q_ns)
-{
-	mm_clock_t *c = &mm->clk;
-	uint64_t due, gap;
-	const uint64_t *st = c->step_ns;
-
-	if (!c->last_start)
-		return;
-	gap = t0 - c->last_start;
-	due = c->last_switching || q_ns >= MM_IDLE_HEARTBEAT_NS ?
-	      c->last_span * q_ns : MM_IDLE_HEARTBEAT_NS;
-	if (gap <= due + mm->conf.failsafe_us * 500ULL)
-		return;
-	if (c->gap_logged_ns && t0 - c->gap_logged_ns < MM_GAP_LOG_NS) {
-		c->gaps_unlogged++;
-		return;
-	}
-	verbose("%s: a strobe %" PRIu64 " ms late (due every %" PRIu64 " ms, FailSafe=%" PRIu64 "us; %" PRIu64 " more since the last line): the last strobe took %" PRIu64 " ms, the status file %" PRIu64 " ms, the sleep %" PRIu64 " ms; then the latency probe %" PRIu64 " ms, the confirmation %" PRIu64 " ms, placing the jobs %" PRIu64 " ms",
-		MM_PREFIX, (gap - due) / 1000000, due / 1000000,
-		mm->conf.failsafe_us, c->gaps_unlogged,
-		st[MM_STEP_STROBE] / 1000000, st[MM_STEP_STATUS] / 1000000,
-		st[MM_STEP_SLEEP] / 1000000, st[MM_STEP_PROBE] / 1000000,
-		st[MM_STEP_CONFIRM] / 1000000, st[MM_STEP_REBUILD] / 1000000);
-	c->gap_logged_ns = t0;
-	c->gaps_unlogged = 0;
 }
 
 /* Step 4: the table when it changed, then the strobe of the next slot. */
@@ -304,7 +243,8 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 		   storm_conf_quanta_per_strobe(&mm->conf) : 1;
 	mm->epoch++;
 	t0 = mm_now_ns(CLOCK_MONOTONIC);
-	note_gap(mm, t0, q_ns);
+	mm_account_gap(mm, t0, strobe_period_ns(mm->clk.last_switching,
+						mm->clk.last_span, q_ns));
 	mm->span_start = t0;
 	mm->last_heartbeat = mm_strobe_send(mm, (uint32_t) mm->cur_slot,
 					    mm->span, q_ns) == 0 && heartbeat;
@@ -313,10 +253,10 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 			if (mm_fabric_in_set(mm, i))
 				mm_faults_acked(mm, i);
 	t1 = mm_now_ns(CLOCK_MONOTONIC);
-	account_cost(&mm->stats.strobe_us, &mm->stats.strobe_hist,
+	mm_account_cost(&mm->stats.strobe_us, &mm->stats.strobe_hist,
 		     (t1 - t0) / 1000);
 	mm_offset_strobe_took(mm, t1 - t0);
-	account_period(mm, t0);
+	mm_account_period(mm, t0);
 	mm->nquanta += mm->span;	/* quanta, not strobes */
 	return t1;
 }
@@ -406,8 +346,7 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 	uint64_t now;
 
 	/* never try to catch up */
-	mm->clk.next += (mm->matrix.nslots > 1 || q_ns >= MM_IDLE_HEARTBEAT_NS) ?
-			mm->span * q_ns : MM_IDLE_HEARTBEAT_NS;
+	mm->clk.next += strobe_period_ns(mm->matrix.nslots > 1, mm->span, q_ns);
 	if (mm->clk.next < mm_now_ns(CLOCK_MONOTONIC))
 		mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
 	mm_prio_rt(mm, true);
@@ -425,15 +364,6 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 	}
 }
 
-/* What the step that ended now took, from *t; *t becomes now. */
-static void lap(mm_t *mm, int step, uint64_t *t)
-{
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
-
-	mm->clk.step_ns[step] = now - *t;
-	*t = now;
-}
-
 /* One quantum, steps 1 to 6. */
 static void quantum(mm_t *mm)
 {
@@ -442,17 +372,17 @@ static void quantum(mm_t *mm)
 	mm_prio_rt(mm, true);
 	t = mm_now_ns(CLOCK_MONOTONIC);
 	step_probe_latency(mm);
-	lap(mm, MM_STEP_PROBE, &t);
+	mm_account_lap(mm, MM_STEP_PROBE, &t);
 	step_confirm(mm, &now);
-	lap(mm, MM_STEP_CONFIRM, &t);
+	mm_account_lap(mm, MM_STEP_CONFIRM, &t);
 	step_rebuild(mm, now);
-	lap(mm, MM_STEP_REBUILD, &t);
+	mm_account_lap(mm, MM_STEP_REBUILD, &t);
 	now = step_strobe(mm, q_ns);
-	lap(mm, MM_STEP_STROBE, &t);
+	mm_account_lap(mm, MM_STEP_STROBE, &t);
 	step_status(mm, now);
-	lap(mm, MM_STEP_STATUS, &t);
+	mm_account_lap(mm, MM_STEP_STATUS, &t);
 	step_sleep(mm, q_ns);
-	lap(mm, MM_STEP_SLEEP, &t);
+	mm_account_lap(mm, MM_STEP_SLEEP, &t);
 }
 
 /* The thread's last words: every job runs, the fabric closes. */

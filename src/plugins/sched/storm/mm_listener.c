@@ -121,11 +121,13 @@ static void log_tick(mm_listener_t *l, unsigned what, uint64_t now)
 		}
 	}
 	if (what & MM_SILENCE_NOBODY)
-		error("%s: no node manager heard for over half of SuspectTime=%" PRIu64 "us; draining none: the controller's host or link is the likelier fault",
+		error("%s: no node manager heard for over half of SuspectTime=%" PRIu64 "us; draining none while none is heard: the controller's host or link is the likelier fault",
 		      MM_PREFIX, l->suspect_us);
 	if (what & MM_SILENCE_FORGIVEN)
-		info("%s: node managers heard again; their silence is forgiven",
-		     MM_PREFIX);
+		info("%s: node managers heard again (none was for %" PRIu64 " ms); their silence is forgiven, and those not back yet are drained if still silent after SuspectTime",
+		     MM_PREFIX,
+		     (l->silence.heard_again_ns - l->silence.all_silent_ns) /
+		     1000000);
 }
 
 /* The verdicts, where the MM thread reads them. */
@@ -133,6 +135,8 @@ static void publish(mm_listener_t *l)
 {
 	mm_t *mm = l->mm;
 
+	atomic_store(&mm->nobody_heard, l->silence.all_silent);
+	atomic_store(&mm->heard_again_ns, l->silence.heard_again_ns);
 	for (int i = 0; i < mm->nnodes; i++) {
 		const mm_silence_node_t *s = &l->silence.nodes[i];
 		mm_node_t *n = &mm->nodes[i];

@@ -80,27 +80,34 @@ static void restart(mm_silence_t *s, uint64_t now)
  * machine would turn it into an outage of every job.  Half, not all of
  * SuspectTime: nodes fall silent at different points of their beat, and
  * the first must not be drained before the last is found silent too.
- * When somebody is heard again, every silence restarts, since the others'
- * heartbeats may be a moment behind the first one's.
+ *
+ * The episode lasts until a node is heard after it began, whatever else
+ * happens meanwhile (a stall restarts every silence, which must not end
+ * it: nobody was heard), and however long it lasts.  When somebody is
+ * heard, every silence restarts, since the others' heartbeats may be a
+ * moment behind the first one's, or their node managers a while behind
+ * it: each of them is due SuspectTime from then at the earliest.
  */
 static unsigned nobody_heard(mm_silence_t *s, uint64_t now)
 {
 	int recent = 0;
 
+	if (s->all_silent) {
+		if (s->newest_ns <= s->all_silent_ns)
+			return 0;
+		s->all_silent = false;
+		s->heard_again_ns = now;
+		restart(s, now);
+		return MM_SILENCE_FORGIVEN;
+	}
 	for (int i = 0; i < s->nnodes; i++)
 		recent += s->nodes[i].heard_ns &&
 			  s->nodes[i].silent_ns <= s->suspect_ns / 2;
-	if (s->heard_nodes >= 2 && !recent) {
-		bool was = s->all_silent;
-
-		s->all_silent = true;
-		return was ? 0 : MM_SILENCE_NOBODY;
-	}
-	if (!s->all_silent)
+	if (s->heard_nodes < 2 || recent)
 		return 0;
-	s->all_silent = false;
-	restart(s, now);
-	return MM_SILENCE_FORGIVEN;
+	s->all_silent = true;
+	s->all_silent_ns = now;
+	return MM_SILENCE_NOBODY;
 }
 
 extern unsigned mm_silence_tick(mm_silence_t *s, uint64_t now)

@@ -12,7 +12,10 @@
  * end of that pass, once what was queued meanwhile is taken in.  And a node
  * is due only when some other node was heard SuspectTime after it: a
  * silence that every node shares is the controller's (nobody heard: nobody
- * is drained, and the episode is forgiven when someone is heard again).
+ * is drained, however long it lasts).  The episode ends only when some
+ * node is heard after it began, and is forgiven then: every silence
+ * restarts, so a node not back yet is due SuspectTime later at the
+ * earliest (the nodes come back one by one).
  *
  * Pure bookkeeping over times the caller gives (CLOCK_MONOTONIC ns): no
  * fabric, no Slurm, no clock of its own, so that the rules are tested
@@ -39,6 +42,8 @@ typedef struct mm_silence {
 	uint64_t newest_ns;	/* the newest heard_ns of any node */
 	uint64_t stall_ns;	/* the last stall's length, for the log */
 	bool all_silent;	/* nobody heard: no drains */
+	uint64_t all_silent_ns;	/* ... since this tick */
+	uint64_t heard_again_ns; /* the last such episode ended then */
 	int heard_nodes;	/* nodes heard at least once */
 	int nnodes;
 	mm_silence_node_t *nodes;

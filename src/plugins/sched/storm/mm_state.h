@@ -16,6 +16,7 @@
 #include "src/common/storm_now.h"
 #include "src/stormmech/stormmech.h"
 
+#include "mm_fault_rules.h"
 #include "mm_matrix.h"
 
 #define MM_PREFIX "sched/storm: mm"
@@ -35,6 +36,7 @@ typedef struct mm_node {
 	uint64_t out_ns;	/* taken out (or last failed a probe) then */
 	uint64_t next_probe_ns;	/* heard since out_ns: probed from then */
 	uint32_t misses;	/* consecutive quanta without an ack */
+	uint64_t miss_quanta;	/* answered quanta at the first of them */
 	uint64_t ack_us;	/* last one-node COMPARE-AND-WRITE round trip */
 	uint64_t last_ack_ns;
 	/* The MM thread's last acknowledgement from it (CLOCK_MONOTONIC):
@@ -122,6 +124,11 @@ typedef struct mm {
 	struct mm_offsets *offsets;	/* clock offsets, the lead: mm_offset.c */
 	struct mm_listener *listener;	/* the heartbeats' thread: mm_listener.c */
 	struct mm_sampler *sampler;	/* Slurm's jobs' thread: mm_sampler.c */
+	mm_rules_tally_t tally;		/* answered quanta (mm_fault_rules.h) */
+	/* The listener's view of the whole cluster (mm_silence.h): no node
+	 * heard at all, and when one was heard again after that. */
+	atomic_bool nobody_heard;
+	_Atomic uint64_t heard_again_ns;
 	/* Bumped by the listener when a quiet node is heard again: it may
 	 * have missed a job table, so everyone gets it again. */
 	_Atomic uint64_t back_gen;
