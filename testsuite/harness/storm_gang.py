@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 
 from storm_cluster import Cluster
@@ -116,7 +117,7 @@ def running_pair(cluster, nodes, names=("A", "B"), **cleanup):
         yield submit_pair(cluster, nodes, names, jobs)
 
 
-def wait_gang_ready(cluster, timeout=90):
+def wait_gang_ready(cluster, timeout=180):
     """Wait until every node manager answers and has applied strobes."""
     def ready():
         for n in cluster.node_names():
@@ -154,12 +155,12 @@ def mm_status(cluster):
     return hdr, nodes, jobs
 
 
-def mm_now(cluster, follow_ms=None, seconds=None):
+def mm_now(cluster, follow_ms=None, seconds=None, until=None):
     """Where the schedule is now, from the MM's last strobe, read through its
     one definition (src/common/storm_now.h) by `stormctl now --json`: a
     dict, or None while there is none.  With follow_ms, every line `stormctl
     now --follow` printed in `seconds` (errors included, as dicts with
-    "error")."""
+    "error"), or up to the line where until(the lines so far) came true."""
     args = [cluster.stormctl, "now", "--json", "--status",
             cluster.path("state", "storm-mm.status")]
     if follow_ms is None:
@@ -167,12 +168,25 @@ def mm_now(cluster, follow_ms=None, seconds=None):
         return json.loads(r.stdout) if r.returncode == 0 else None
     p = subprocess.Popen(args + ["--follow", str(follow_ms)], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
-    try:
-        out, _ = p.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    return [json.loads(x) for x in out.splitlines() if x.strip()]
+    lines = []
+    # the reader is a thread: a line that never comes must not outlast
+    # `seconds`
+    done = threading.Event()
+
+    def read():
+        for x in p.stdout:
+            if x.strip():
+                lines.append(json.loads(x))
+                if until and until(lines):
+                    break
+        done.set()
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    done.wait(seconds)
+    p.kill()
+    p.wait()
+    t.join(timeout=10)
+    return list(lines)
 
 
 def submit_spinner(cluster, nodes, name="spin", cpus=None, extra=()):
