@@ -479,11 +479,12 @@ class Cluster:
 
     def write_storm_conf(self, text):
         """Replace storm.conf whole, as an admin's editor does: a daemon
-        reading it mid-write must see the old file or the new one.  Written
-        in place, a node manager that a slurmd (24.11 re-executes on every
-        reconfigure) started as the next test truncated the file read it
-        empty, took the defaults (another BcastDir, so another node lock)
-        and ran as a second node manager for its node."""
+        reading it mid-write must see the old file or the new one.  Read
+        empty, it is all defaults (another BcastDir, other ports) for the
+        SPANK plugin and a node manager that a slurmd (24.11 re-executes
+        on every reconfigure) starts meanwhile; the node manager's
+        instance lock keeps that one from running beside the node's own
+        (test_0004 rewrites the file in place on purpose)."""
         path = self.path("etc", "storm.conf")
         tmp = path + ".new"
         with open(tmp, "w") as f:
