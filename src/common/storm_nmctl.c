@@ -2,7 +2,11 @@
  * storm_nmctl.c - node manager control socket, client side (see .h).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -19,6 +23,26 @@ extern void storm_nm_paths(const char *bcast_dir, const char *node,
 		snprintf(lock, locklen, "%s/.nm-%s.lock", bcast_dir, node);
 	if (sock)
 		snprintf(sock, socklen, "%s/.nm-%s.sock", bcast_dir, node);
+}
+
+extern void storm_nm_instance_lock(const char *slurm_conf, const char *node,
+				   char *out, size_t len)
+{
+	char real[PATH_MAX];
+	const char *conf = slurm_conf;
+	uint64_t h = 14695981039346656037ULL;	/* FNV-1a */
+
+	if (!conf || !conf[0])
+		conf = getenv("SLURM_CONF");
+	if (!conf || !conf[0])
+		conf = "/etc/slurm/slurm.conf";
+	/* one file, however it is named (relative, through a link) */
+	if (realpath(conf, real))
+		conf = real;
+	for (const unsigned char *p = (const unsigned char *) conf; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	snprintf(out, len, "%s/nm-%s-%016" PRIx64 ".lock", STORM_NM_RUN_DIR,
+		 node, h);
 }
 
 extern int storm_nm_request(const char *sock_path, const char *req,

@@ -14,6 +14,18 @@ extern void storm_nm_paths(const char *bcast_dir, const char *node,
 			   size_t socklen);
 
 /*
+ * The node manager's instance lock, /run/storm/nm-NODE-HASH.lock: one node
+ * manager per node of a cluster, whatever storm.conf says.  Keyed by the
+ * node name and slurm.conf's path (HASH, 16 hex digits of its real path;
+ * NULL or empty: $SLURM_CONF, else /etc/slurm/slurm.conf), never by
+ * storm.conf's content: a storm.conf read while it is rewritten in place
+ * (empty, all defaults, another BcastDir) must not make another lock.
+ */
+#define STORM_NM_RUN_DIR "/run/storm"
+extern void storm_nm_instance_lock(const char *slurm_conf, const char *node,
+				   char *out, size_t len);
+
+/*
  * One request, one reply ("ok ..." or "error ...") over a node manager's
  * SOCK_SEQPACKET control socket.  Returns 0 or -errno.
  */

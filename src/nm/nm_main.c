@@ -4,9 +4,14 @@
  *   storm-nm --node NAME [--slurm-conf PATH] [--storm-conf PATH] [-D] [-v]
  *
  * Without -D it detaches once the fast checks passed (configuration valid,
- * node lock taken), so that its parent (the SPANK plugin in slurmd) learns
+ * node locks taken), so that its parent (the SPANK plugin in slurmd) learns
  * of those failures through the exit code and is never held up by the
  * slower steps (waiting for slurmctld, joining the fabric).
+ *
+ * One node manager per node, always: before it reads storm.conf it takes
+ * the node's instance lock (storm_nmctl.h), keyed by node name and
+ * slurm.conf, which no storm.conf content can move; then, as before, the
+ * lock beside its control socket in BcastDir, which also holds its pid.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +36,9 @@ enum { NM_EXIT_OK = 0, NM_EXIT_CONF = 1, NM_EXIT_USAGE = 2,
        NM_EXIT_RUNNING = 3, NM_EXIT_FAIL = 4 };
 
 static nm_t the_nm;
+/* the instance lock, held for the daemon's life */
+static int instance_fd = -1;
+static char instance_path[4200];
 
 static void on_signal(int sig)
 {
@@ -82,16 +90,17 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-/* Take the node's lock; returns 0, or NM_EXIT_RUNNING with a message. */
-static int take_lock(nm_t *nm)
+/* Take a lock of the node's; returns 0 with *fdp set, or NM_EXIT_RUNNING
+ * or NM_EXIT_FAIL with a message. */
+static int take_lock(const char *node, const char *path, int *fdp)
 {
 	char pid[32];
 	int fd;
 
-	fd = open(nm->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", NM_NAME,
-			nm->lock_path, strerror(errno));
+		fprintf(stderr, "%s: cannot open %s: %s\n", NM_NAME, path,
+			strerror(errno));
 		return NM_EXIT_FAIL;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -99,22 +108,36 @@ static int take_lock(nm_t *nm)
 
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
-		fprintf(stderr, "%s: a node manager already runs for node %s (pid %s)\n",
-			NM_NAME, nm->node, pid[0] ? pid : "unknown");
+		fprintf(stderr, "%s: a node manager already runs for node %s (pid %s), holding %s\n",
+			NM_NAME, node, pid[0] ? pid : "unknown", path);
 		close(fd);
 		return NM_EXIT_RUNNING;
 	}
-	nm->lock_fd = fd;
+	*fdp = fd;
 	return 0;
 }
 
-static void write_pid(nm_t *nm)
+static int take_instance_lock(const nm_t *nm)
+{
+	int rc;
+
+	if ((rc = mkdir_p(STORM_NM_RUN_DIR, 0755))) {
+		fprintf(stderr, "%s: cannot create %s: %s\n", NM_NAME,
+			STORM_NM_RUN_DIR, strerror(-rc));
+		return NM_EXIT_FAIL;
+	}
+	storm_nm_instance_lock(nm->slurm_conf, nm->node, instance_path,
+			       sizeof(instance_path));
+	return take_lock(nm->node, instance_path, &instance_fd);
+}
+
+static void write_pid(int fd, const char *path)
 {
 	char pid[32];
 	int n = snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
 
-	if (ftruncate(nm->lock_fd, 0) || pwrite(nm->lock_fd, pid, n, 0) != n)
-		nm_error("cannot write pid to %s", nm->lock_path);
+	if (ftruncate(fd, 0) || pwrite(fd, pid, n, 0) != n)
+		nm_error("cannot write pid to %s", path);
 }
 
 /*
@@ -239,6 +262,8 @@ int main(int argc, char **argv)
 	if (!nm->storm_conf[0])
 		storm_conf_path(nm->slurm_conf, nm->storm_conf,
 				sizeof(nm->storm_conf));
+	if ((rc = take_instance_lock(nm)))
+		return rc;
 	if (storm_conf_load(nm->storm_conf, true, &nm->conf, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", NM_NAME, err);
 		return NM_EXIT_CONF;
@@ -252,7 +277,7 @@ int main(int argc, char **argv)
 			 sizeof(nm->lock_path), nm->sock_path,
 			 sizeof(nm->sock_path));
 	/* Cheap pre-check so that a second start fails before detaching. */
-	if ((rc = take_lock(nm)))
+	if ((rc = take_lock(nm->node, nm->lock_path, &nm->lock_fd)))
 		return rc;
 	if (!foreground) {
 		/* flock belongs to the open file, which the children share. */
@@ -271,7 +296,8 @@ int main(int argc, char **argv)
 		return NM_EXIT_FAIL;
 	}
 	nm_log_set_tag(nm->node);
-	write_pid(nm);
+	write_pid(instance_fd, instance_path);
+	write_pid(nm->lock_fd, nm->lock_path);
 	reclaim_signals();
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

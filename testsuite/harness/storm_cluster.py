@@ -201,7 +201,7 @@ def _ensure_munge():
     # munged daemonizes; it is shared by every cluster on this host and
     # outlives us on purpose (as the system service would).
     subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
-    return wait_for(works, 5, "munge -n | unmunge to work once munged started",
+    return wait_for(works, 30, "munge -n | unmunge to work once munged started",
                     error=ClusterError)
 
 
@@ -479,11 +479,12 @@ class Cluster:
 
     def write_storm_conf(self, text):
         """Replace storm.conf whole, as an admin's editor does: a daemon
-        reading it mid-write must see the old file or the new one.  Written
-        in place, a node manager that a slurmd (24.11 re-executes on every
-        reconfigure) started as the next test truncated the file read it
-        empty, took the defaults (another BcastDir, so another node lock)
-        and ran as a second node manager for its node."""
+        reading it mid-write must see the old file or the new one.  Read
+        empty, it is all defaults (another BcastDir, other ports) for the
+        SPANK plugin and a node manager that a slurmd (24.11 re-executes
+        on every reconfigure) starts meanwhile; the node manager's
+        instance lock keeps that one from running beside the node's own
+        (test_0004 rewrites the file in place on purpose)."""
         path = self.path("etc", "storm.conf")
         tmp = path + ".new"
         with open(tmp, "w") as f:
@@ -520,7 +521,7 @@ class Cluster:
         self.procs[name] = p
         return p
 
-    def start(self, wait=True, timeout=60):
+    def start(self, wait=True, timeout=180):
         if self.storm and not os.path.exists(
                 os.path.join(self.plugindir, "spank_storm.so")):
             raise ClusterError("no STORM plugins in %s: run make first" % self.plugindir)
@@ -551,7 +552,7 @@ class Cluster:
         finally:
             s.close()
 
-    def wait_node_managers(self, nodes=None, timeout=60):
+    def wait_node_managers(self, nodes=None, timeout=120):
         """Wait until every node manager has joined the fabric and answers
         (slurmd is idle before its NM has fetched the node table)."""
         waiting = list(nodes or self.node_names())
@@ -603,7 +604,7 @@ class Cluster:
                       cpu, self.conf, node))
         p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script],
                         host=node, env=dict(self.env, **self.node_env.get(node, {})))
-        # Up to 10 s: on a loaded host unshare may take long to switch, and
+        # Up to 30 s: on a loaded host unshare may take long to switch, and
         # a namespace not recorded is a node whose processes stop() misses.
         def recorded_or_exited():
             with contextlib.suppress(OSError):
@@ -615,10 +616,10 @@ class Cluster:
                     return True
             return p.poll() is not None
 
-        poll(recorded_or_exited, 10, 0.02)
+        poll(recorded_or_exited, 30, 0.02)
         return p
 
-    def _wait_ctld(self, timeout=30):
+    def _wait_ctld(self, timeout=120):
         def answers():
             p = self.procs["slurmctld"]
             if p.poll() is not None:
@@ -789,8 +790,8 @@ class Cluster:
         if wait:
             # slurmctld may still show the node idle from before: wait for
             # the new slurmd itself to finish starting.
-            self.wait_log(r"slurmd started on ", node=node, start=start)
-            self.wait_idle(nodes=[node])
+            self.wait_log(r"slurmd started on ", node=node, start=start, timeout=120)
+            self.wait_idle(nodes=[node], timeout=120)
 
     def save_job_state(self, jobid, timeout=30):
         """Make slurmctld write its job state now and wait until it has.

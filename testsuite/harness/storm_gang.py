@@ -11,11 +11,12 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 
 from storm_cluster import Cluster
 from storm_jobs import jobs_cancelled
-from storm_wait import wait_for  # noqa: F401 (the benchmarks and demo use g.wait_for)
+from storm_wait import Deadline, WaitTimeout, poll, wait_for
 
 SPIN = "while :; do :; done"
 GANG_PARTITION = "OverSubscribe=FORCE:2"
@@ -116,7 +117,7 @@ def running_pair(cluster, nodes, names=("A", "B"), **cleanup):
         yield submit_pair(cluster, nodes, names, jobs)
 
 
-def wait_gang_ready(cluster, timeout=90):
+def wait_gang_ready(cluster, timeout=180):
     """Wait until every node manager answers and has applied strobes."""
     def ready():
         for n in cluster.node_names():
@@ -154,12 +155,12 @@ def mm_status(cluster):
     return hdr, nodes, jobs
 
 
-def mm_now(cluster, follow_ms=None, seconds=None):
+def mm_now(cluster, follow_ms=None, seconds=None, until=None):
     """Where the schedule is now, from the MM's last strobe, read through its
     one definition (src/common/storm_now.h) by `stormctl now --json`: a
     dict, or None while there is none.  With follow_ms, every line `stormctl
     now --follow` printed in `seconds` (errors included, as dicts with
-    "error")."""
+    "error"), or up to the line where until(the lines so far) came true."""
     args = [cluster.stormctl, "now", "--json", "--status",
             cluster.path("state", "storm-mm.status")]
     if follow_ms is None:
@@ -167,12 +168,25 @@ def mm_now(cluster, follow_ms=None, seconds=None):
         return json.loads(r.stdout) if r.returncode == 0 else None
     p = subprocess.Popen(args + ["--follow", str(follow_ms)], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
-    try:
-        out, _ = p.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    return [json.loads(x) for x in out.splitlines() if x.strip()]
+    lines = []
+    # the reader is a thread: a line that never comes must not outlast
+    # `seconds`
+    done = threading.Event()
+
+    def read():
+        for x in p.stdout:
+            if x.strip():
+                lines.append(json.loads(x))
+                if until and until(lines):
+                    break
+        done.set()
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    done.wait(seconds)
+    p.kill()
+    p.wait()
+    t.join(timeout=10)
+    return list(lines)
 
 
 def submit_spinner(cluster, nodes, name="spin", cpus=None, extra=()):
@@ -336,6 +350,75 @@ def sample(pids, duration, period=0.002):
             time.sleep(period)
     finally:
         restore()
+    return out
+
+
+def _turn(cluster, a, b, node):
+    """Which of jobs a and b runs on node by its freezer: "a" when a's
+    steps are thawed and b's frozen, "b" the other way round, else None
+    (both thawed, a switch under way, a step starting or gone)."""
+    sa = job_freezer_state(cluster, a, node)
+    sb = job_freezer_state(cluster, b, node)
+    if (sa, sb) == ("THAWED", "FROZEN"):
+        return "a"
+    if (sa, sb) == ("FROZEN", "THAWED"):
+        return "b"
+    return None
+
+
+def wait_taking_turns(cluster, a, b, pa, pb, nodes, quantum_s, timeout=120,
+                      turns=4, max_both=0.2, overlap_quanta=50):
+    """Wait until jobs a and b take turns on every node of `nodes`, and
+    return what their tasks' CPU time showed there ({node:
+    analyse_pair()}).  pa and pb: {node: pid} of their tasks.
+
+    Taking turns is asserted where it happens, not as a share of the CPU
+    over a window, which a loaded host decides: each node's freezer shows
+    a frozen while b is thawed and b frozen while a is thawed, `turns`
+    changes between the two in all; each task there gets at least a
+    quantum of CPU time, however late; and over `overlap_quanta` quanta
+    sampled every ~2 ms the two tasks rarely get CPU time in the same
+    sample (under max_both of the time: only where a sample straddles a
+    switch) and never for three quanta running.  Load only lowers the
+    overlap: a task that does not run cannot overlap."""
+    deadline = Deadline(timeout)
+    cpu0 = {(n, k): cpu_ns(p[n]) or 0 for n in nodes for k, p in (("a", pa), ("b", pb))}
+    last = {n: None for n in nodes}
+    changes = {n: 0 for n in nodes}
+
+    def turned():
+        for n in nodes:
+            if changes[n] >= turns:
+                continue
+            t = _turn(cluster, a, b, n)
+            if t is not None:
+                if last[n] is not None and t != last[n]:
+                    changes[n] += 1
+                last[n] = t
+        return all(changes[n] >= turns for n in nodes)
+    # a poll every few ms catches each quantum's owner (the polls need no
+    # precision: a missed quantum is caught at a later one)
+    if not poll(turned, max(1.0, deadline.left()), period=min(0.005, quantum_s / 4)):
+        raise WaitTimeout("timed out after %g s waiting for jobs %d and %d to take "
+                          "turns on every node of %s: changes of turn seen %s (of %d), "
+                          "last owners %s" % (timeout, a, b, nodes, changes, turns, last))
+
+    def progressed():
+        return all((cpu_ns(p[n]) or 0) - cpu0[(n, k)] >= quantum_s * 1e9
+                   for n in nodes for k, p in (("a", pa), ("b", pb)))
+    wait_for(progressed, max(1.0, deadline.left()),
+             "each task of jobs %d and %d getting a quantum of CPU on %s"
+             % (a, b, nodes), period=0.05)
+
+    pids = {(n, k): p[n] for n in nodes for k, p in (("a", pa), ("b", pb))}
+    samples = sample(pids, duration=overlap_quanta * quantum_s)
+    out = {}
+    for n in nodes:
+        sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
+        r = analyse_pair(sub, "a", "b")
+        assert r["both_frac"] < max_both, (n, r)
+        assert r["longest_both_s"] < 3 * quantum_s, (n, r)
+        out[n] = r
     return out
 
 

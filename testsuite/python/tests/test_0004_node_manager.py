@@ -1,13 +1,16 @@
 """The node manager: one per node, started from slurmd, survives slurmd
-restarts, refuses to run twice for a node, answers on its control socket."""
+restarts, refuses to run twice for a node (even while storm.conf is
+rewritten in place), answers on its control socket."""
 import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 
+import storm_gang as g
 from storm_wait import poll
 from test_0101_bcast_launch import revive_node
 
@@ -193,3 +196,69 @@ def test_manager_started_after_reconfigure_holds_no_slurmd_socket(cluster):
     assert not _socket_inodes(new) & listening, (new, listening)
     cluster.restart_slurmd(node)
     revive_node(cluster, node, old)
+
+
+def _managers(c, node):
+    """PIDs of the storm-nm processes running for node of cluster c (by
+    their command line: --node and this cluster's slurm.conf; watchdogs,
+    named storm-nm-watch, are not counted)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            with open("/proc/%s/comm" % d) as f:
+                if f.read().strip() != "storm-nm":
+                    continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+            if c.conf in args and "--node" in args and \
+                    args[args.index("--node") + 1:][:1] == [node]:
+                out.append(int(d))
+    return sorted(out)
+
+
+def test_one_manager_while_storm_conf_is_rewritten_in_place(make_gang_cluster):
+    """storm.conf rewritten in place (truncated, then written: what a
+    daemon reads in between is an empty file, all defaults, another
+    BcastDir) again and again while slurmd restarts: every node manager
+    slurmd starts meanwhile finds the node's own lock, keyed by node and
+    slurm.conf, taken and exits; exactly one runs, the first, and gang
+    jobs still take turns."""
+    c = make_gang_cluster("nmonce", 2, "Timeslice=40ms\nFailSafe=500ms\n")
+    node, nodes = "node2", ["node1", "node2"]
+    path = c.path("etc", "storm.conf")
+    good = open(path).read()
+    first = int(nm_ping(c, node)["pid"])
+    assert _managers(c, node) == [first]
+    stop = threading.Event()
+
+    def rewrite():
+        n = 0
+        while not stop.is_set():
+            n += 1
+            with open(path, "w") as f:      # in place: truncated first
+                f.flush()
+                time.sleep(0.002)
+                # the same keys, a harmless comment changing each time
+                f.write(good + "# rewritten %d\n" % n)
+            time.sleep(0.002)
+    writer = threading.Thread(target=rewrite, daemon=True)
+    writer.start()
+    try:
+        for _ in range(5):
+            # started, slurmd has had its node manager's verdict
+            c.restart_slurmd(node)
+    finally:
+        stop.set()
+        writer.join()
+        c.write_storm_conf(good)
+    # one started meanwhile has exited by now, or runs for good
+    poll(lambda: _managers(c, node) == [first], 60)
+    assert _managers(c, node) == [first], (first, _managers(c, node))
+    c.restart_slurmd(node)
+    assert _managers(c, node) == [first]
+    assert int(nm_ping(c, node)["pid"]) == first
+    with g.running_pair(c, nodes, ("onceA", "onceB")) as (a, b, pa, pb):
+        g.wait_taking_turns(c, a, b, pa, pb, nodes, 0.04)
+    assert _managers(c, node) == [first]

@@ -12,11 +12,11 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 
 import xxhash
 
 from storm_jobs import jobs_cancelled
+from storm_wait import wait_for
 from test_0101_bcast_launch import (checksum_script, ensure_user, nm_pid, revive_node,
                                     run_bcast, share_dir, wait_no_files)
 
@@ -146,6 +146,14 @@ def test_user_cannot_reach_other_jobs_or_nodes(cluster):
     wait_no_files(cluster)
 
 
+def _dead(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def test_relay_node_manager_dead_names_it(cluster):
     """The step's first node has no node manager listening: srun fails
     before any task runs and names that node.  The nodes are allocated
@@ -160,7 +168,8 @@ def test_relay_node_manager_dead_names_it(cluster):
     os.kill(slurmd, 19)             # its slurmd must not restart the NM yet
     try:
         os.kill(pid, 9)
-        time.sleep(0.2)
+        # dead, its ports closed (a zombie until its reaper gets to it)
+        wait_for(lambda: _dead(pid), 30, "node manager %d dead" % pid)
         r = cluster.run(["srun", "--jobid=%d" % job, "-N2", "-w", "node[7-8]", script],
                         check=False, env=dict(cluster.env, SLURM_STORM_BCAST="yes"),
                         timeout=120)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import storm_gang as g
-from test_0203_gang_faults import (NODES, _alternating, _drained_by_storm, _pair,
+from test_0203_gang_faults import (NODES, _drained_by_storm, _pair, _taking_turns,
                                    resumed_on_exit)
 
 Q_MS = 30
@@ -71,12 +71,11 @@ def test_killed_node_manager_with_slurmd_stopped_releases_its_jobs(gangwd):
     c = gangwd
     victim = "node2"
     with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
-        ok, r = _alternating(c, victim, pa, pb)
-        assert ok, r
+        _taking_turns(c, a, b, pa, pb, [victim])
         nm_pid, wd_pid = _nm_pid(c, victim), _watchdog_pid(c, victim)
         assert _alive(wd_pid)
         # kill it while one of the pair is frozen there
-        g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 10, "a frozen job")
+        g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 30, "a frozen job")
         slurmd = c.procs["slurmd-%s" % victim]
         slurmd.send_signal(signal.SIGSTOP)
         try:
@@ -87,7 +86,7 @@ def test_killed_node_manager_with_slurmd_stopped_releases_its_jobs(gangwd):
             took = time.monotonic() - killed
             # nothing restarted the node manager meanwhile
             assert "slurmd-%s" % victim in c.procs and slurmd.poll() is None
-            g.wait_for(lambda: not _alive(wd_pid), 10, "the watchdog gone after its work")
+            g.wait_for(lambda: not _alive(wd_pid), 30, "the watchdog gone after its work")
             # drained for its silence while no node manager runs there
             g.wait_for(lambda: _drained_by_storm(c, victim), 30, "%s drained" % victim)
         finally:
@@ -108,10 +107,9 @@ def test_stopped_node_manager_releases_then_switches_again(gangwd):
     victim = "node3"
     c.wait_idle(timeout=120)
     with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
-        ok, r = _alternating(c, victim, pa, pb)
-        assert ok, r
+        _taking_turns(c, a, b, pa, pb, [victim])
         nm_pid = _nm_pid(c, victim)
-        g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 10, "a frozen job")
+        g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 30, "a frozen job")
         os.kill(nm_pid, signal.SIGSTOP)
         try:
             g.wait_for(lambda: _thawed(c, a, b, victim), 30,

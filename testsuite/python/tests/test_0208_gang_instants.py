@@ -10,7 +10,6 @@ late switches, and SwitchAt=arrival takes the nodes back to switching on
 the strobe's arrival."""
 import statistics
 import subprocess
-import time
 
 import pytest
 
@@ -57,7 +56,9 @@ def test_nodes_switch_in_step_despite_offsets(skewed):
                    "every node switching at announced instants")
         since = max(int(g.nm_gang(skewed, n)["epoch"]) for n in NODES)
         late0 = {n: int(g.nm_gang(skewed, n)["late_switches"]) for n in NODES}
-        time.sleep(3)
+        # 200 strobes applied on every node, however long the host takes
+        g.wait_for(lambda: min(int(g.nm_gang(skewed, n)["epoch"]) for n in NODES)
+                   >= since + 200, 120, "200 strobes on every node")
         until = min(int(g.nm_gang(skewed, n)["epoch"]) for n in NODES)
         modes = {n: g.nm_gang(skewed, n)["switch_at"] for n in NODES}
         late = {n: int(g.nm_gang(skewed, n)["late_switches"]) - late0[n] for n in NODES}

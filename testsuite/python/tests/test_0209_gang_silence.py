@@ -87,7 +87,7 @@ def test_stopped_node_manager_drained_for_its_silence(silent3):
                   % (time.monotonic() - stopped))
         # the reason is the silence, not missed strobes
         assert "silent for" in info and "SuspectTime=%dus" % (SUSPECT_MS * 1000) in info, info
-        g.wait_for(lambda: int(g.mm_status(c)[0]["drains"]) == drains + 1, 10,
+        g.wait_for(lambda: int(g.mm_status(c)[0]["drains"]) == drains + 1, 30,
                    "the MM's drain count")
         # others were not drained
         for n in NODES:
@@ -102,7 +102,7 @@ def test_stopped_node_manager_drained_for_its_silence(silent3):
                    "%s returned to service" % victim)
         assert "returned %s to service" % victim in open(
             c.path("log", "slurmctld.log")).read()
-        g.wait_for(lambda: int(g.mm_status(c)[0]["returns"]) >= returns + 1, 10,
+        g.wait_for(lambda: int(g.mm_status(c)[0]["returns"]) >= returns + 1, 30,
                    "the MM's return count")
 
 
@@ -121,8 +121,11 @@ def test_administrators_drain_is_left_alone(silent3):
                        "%s drained" % victim)
             c.run(["scontrol", "update", "nodename=" + victim, "state=drain",
                    "reason=disk replacement"])
+        start = c.log_size()
         g.wait_for(lambda: _answering(c, victim), 30, "%s heard again" % victim)
-        time.sleep(4)       # twice ReturnAfter: it would have been returned
+        # after ReturnAfter the machine manager looks at it, and leaves it
+        c.wait_log(r"%s answers again; it is no longer drained by STORM" % victim,
+                   start=start, timeout=60)
         info = c.run(["scontrol", "-o", "show", "node", victim]).stdout
         assert "DRAIN" in info and "Reason=disk replacement" in info, info
 
@@ -135,6 +138,9 @@ def test_every_node_silent_drains_none(silent3):
     log = c.path("log", "slurmctld.log")
     start = os.path.getsize(log)
     with _stopped(*[_nm_pid(c, n) for n in NODES]):
+        # silent for SuspectTime and more, as the machine manager sees it
+        c.wait_log(r"no node manager heard for over half of SuspectTime=%dus; draining none"
+                   % (SUSPECT_MS * 1000), start=start, timeout=60)
         time.sleep(SUSPECT_MS * 5 / 1000.0)
     g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
                "every node heard again")

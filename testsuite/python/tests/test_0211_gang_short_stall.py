@@ -45,6 +45,10 @@ def _live(c, node):
     return nodes.get(node, {}).get("state") == "live"
 
 
+# Timing: the stall must outlast the acknowledgement timeouts (to leave the
+# strobe set) and the node be strobed again within FailSafe less the stall,
+# two durations a loaded host can push past their margins.
+@pytest.mark.timing
 def test_short_stall_is_taken_back_before_its_fail_safe(stall3):
     c = stall3
     log = c.path("log", "slurmctld.log")

@@ -185,10 +185,9 @@ def test_link_cut_mid_broadcast_fails_naming_the_node(netf, victim):
     _after_cut(netf, victim, *_cut_mid_broadcast(netf, victim))
 
 
-def _alternating(pa, pb, node, quanta=40):
-    s = g.sample({"a": pa[node], "b": pb[node]}, duration=quanta * Q_MS / 1000.0)
-    r = g.analyse_pair(s, "a", "b")
-    return r["a_ns"] > 0 and r["b_ns"] > 0 and r["both_frac"] < 0.2, r
+def _taking_turns(c, a, b, pa, pb, nodes):
+    """Wait until the pair takes turns on nodes (storm_gang)."""
+    return g.wait_taking_turns(c, a, b, pa, pb, nodes, Q_MS / 1000.0)
 
 
 def _both_thawed(c, a, b, nodes):
@@ -218,17 +217,16 @@ def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
     c.wait_idle(timeout=120)
     _wait_all_live(c)
     with _pair(c, ("cutA", "cutB")) as (a, b, pa, pb), resumed_on_exit(c, victim):
-        ok, r = _alternating(pa, pb, victim)
-        assert ok, r
+        _taking_turns(c, a, b, pa, pb, [victim])
         before = {n: int(g.nm_gang(c, n)["freezes"]) for n in others}
         c.set_link(victim, False)
         cut = time.monotonic()
         try:
             # the cut node hears no strobe: its fail-safe thaws its jobs
-            g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "open", 10,
+            g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "open", 30,
                        "fail-safe on %s" % victim)
             opened = time.monotonic() - cut
-            g.wait_for(lambda: _both_thawed(c, a, b, [victim]), 10,
+            g.wait_for(lambda: _both_thawed(c, a, b, [victim]), 30,
                        "both jobs thawed on %s" % victim)
             info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
                               "%s drained" % victim)
@@ -237,8 +235,7 @@ def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
             # the others kept switching
             for n in others:
                 assert int(g.nm_gang(c, n)["freezes"]) > before[n]
-                ok, r = _alternating(pa, pb, n)
-                assert ok, (n, r)
+            _taking_turns(c, a, b, pa, pb, others)
         finally:
             c.set_link(victim, True)
         print("link of %s cut mid-gang: fail-safe open after %.2f s, drained after %.2f s"
@@ -252,7 +249,7 @@ def test_link_cut_mid_gang_drains_thaws_and_comes_back(netf):
         g.wait_for(lambda: g.nm_gang(c, victim)["failsafe"] == "no", 30,
                    "strobes on %s again" % victim)
         seen = int(g.nm_gang(c, victim)["strobes"])
-        g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 10,
+        g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 30,
                    "strobes on %s" % victim)
 
 
@@ -261,15 +258,14 @@ def test_controller_link_cut_every_node_fails_open_then_resumes(netf):
     c.wait_idle(timeout=120)
     _wait_all_live(c)
     with _pair(c, ("ctlA", "ctlB")) as (a, b, pa, pb), resumed_on_exit(c, *NODES):
-        ok, r = _alternating(pa, pb, "node1")
-        assert ok, r
+        _taking_turns(c, a, b, pa, pb, ["node1"])
         c.set_link("head", False)
         cut = time.monotonic()
         try:
             g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "open" for n in NODES),
-                       10, "fail-safe on every node")
+                       30, "fail-safe on every node")
             opened = time.monotonic() - cut
-            g.wait_for(lambda: _both_thawed(c, a, b, NODES), 10,
+            g.wait_for(lambda: _both_thawed(c, a, b, NODES), 30,
                        "every job thawed on every node")
         finally:
             c.set_link("head", True)
@@ -280,8 +276,6 @@ def test_controller_link_cut_every_node_fails_open_then_resumes(netf):
         print("controller link cut: every node open after %.2f s (FailSafe %d ms); "
               "strobes back %.2f s after the link" % (opened, FAILSAFE_MS, resumed))
         assert opened >= FAILSAFE_MS / 1000.0 * FAILSAFE_EARLIEST, opened
-        for n in NODES:
-            ok, r = _alternating(pa, pb, n)
-            assert ok, (n, r)
+        _taking_turns(c, a, b, pa, pb, NODES)
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/common/storm_nmctl.h"
+
 #include "storm_spank.h"
 
 /* Exit codes of storm-nm (nm_main.c). */
@@ -185,9 +187,10 @@ static void start_nm(const storm_conf_t *conf, const char *storm_conf_path)
  * The node manager watchdog.  The NM thaws every job it froze when it
  * stops, but a node manager killed with SIGKILL (or crashed) cannot: its
  * gang-scheduled jobs would stay frozen.  So slurmd checks once a second
- * whether the NM still holds its node lock, and starts a new one when it
- * does not; the new NM thaws what its predecessor left frozen
- * (nm_cgroup.c) before it does anything else.
+ * whether the NM still holds its instance lock (storm_nmctl.h: keyed by
+ * node and slurm.conf, so a storm.conf read mid-rewrite cannot point it
+ * elsewhere), and starts a new one when it does not; the new NM thaws what
+ * its predecessor left frozen (nm_cgroup.c) before it does anything else.
  */
 static pthread_t wd_thread;
 static bool wd_running;
@@ -216,7 +219,7 @@ static void *watchdog(void *arg)
 	char node[256], conf[4096], lock[4600];
 
 	slurmd_args(node, sizeof(node), conf, sizeof(conf));
-	snprintf(lock, sizeof(lock), "%s/.nm-%s.lock", wd_conf.bcast_dir, node);
+	storm_nm_instance_lock(conf, node, lock, sizeof(lock));
 	pthread_mutex_lock(&wd_mutex);
 	while (!wd_stop) {
 		struct timespec ts;
