@@ -21,6 +21,7 @@
 
 #include "src/common/storm_mutex.h"
 #include "src/common/storm_clock.h"
+#include "src/common/storm_time.h"
 #include "nm_clock.h"
 
 #define NM_CLOCK_TEST_MAX_US 10000000LL
@@ -67,11 +68,7 @@ extern void nm_clock_init(void)
 
 extern uint64_t nm_clock_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec +
-	       (uint64_t) clock_sync.test_offset_ns;
+	return storm_real_ns() + (uint64_t) clock_sync.test_offset_ns;
 }
 
 extern bool nm_clock_request(nm_t *nm, const storm_gang_clock_req_t *r,

@@ -72,6 +72,7 @@
 #include "src/common/storm_gang.h"
 #include "nm.h"
 #include "src/common/storm_clock.h"
+#include "src/common/storm_time.h"
 #include "nm_cgroup.h"
 #include "nm_clock.h"
 #include "nm_failsafe.h"
@@ -130,14 +131,6 @@ static struct gang {
 	uint64_t late;			/* strobes after their instant */
 	bool clock_due;			/* a clock reply for the watcher */
 } gang;
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 static nm_gang_job_t *find_job(uint32_t job_id)
 {
@@ -216,7 +209,7 @@ static uint32_t apply(uint32_t slot)
 {
 	const storm_gang_table_t *t = gang.table_buf;
 	uint32_t bit = slot < 32 ? 1u << slot : 0, nfrozen = 0;
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 
 	for (int i = 0; i < gang.njobs; i++)
 		gang.jobs[i].listed = false;
@@ -359,7 +352,7 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 	gang.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
 					   s->quantum_us * 1000ULL : 0;
 	gang.counts.failsafe_ns = failsafe_ns();
-	nm_failsafe_strobe(&gang.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
+	nm_failsafe_strobe(&gang.failsafe, storm_mono_ns(), s->epoch);
 	nm_watchdog_strobe(gang.failsafe.last_strobe_ns, failsafe_ns());
 	gang.nstrobes++;
 	/* nothing time-shares (a heartbeat): no instant to keep */
@@ -392,7 +385,7 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 		      void *dst)
 {
 	uint64_t recv_ns = nm_clock_now();
-	uint64_t recv_mono = now_ns(CLOCK_MONOTONIC);
+	uint64_t recv_mono = storm_mono_ns();
 	storm_gang_strobe_t s;
 	storm_gang_clock_req_t r;
 
@@ -518,9 +511,9 @@ static void *watcher_thread(void *arg)
 		nm_info("gang: no SCHED_FIFO for the fail-safe thread (%s); a fail-safe thaw may wait for scheduler ticks",
 			strerror(errno));
 	pthread_mutex_lock(&gang.lock);
-	nm_failsafe_start(&gang.failsafe, now_ns(CLOCK_MONOTONIC));
+	nm_failsafe_start(&gang.failsafe, storm_mono_ns());
 	while (!gang.stop) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = storm_mono_ns();
 		struct timespec ts;
 
 		sub_switch(now);
@@ -616,7 +609,7 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	/* read under the lock: taken before it, a switch made while this
 	 * thread waited would be "frozen" since an instant after now, and the
 	 * unsigned age wrapped to 2^64 ns */
-	now = now_ns(CLOCK_MONOTONIC);
+	now = storm_mono_ns();
 	for (int i = 0; i < gang.njobs; i++) {
 		bool whole = gang.jobs[i].how == STORM_GANG_SWITCH_IDLE;
 
@@ -640,7 +633,7 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		     (unsigned long long) gang.counts.idles,
 		     gang.failsafe.open ? "open" : "no",
 		     (unsigned long long) gang.failsafe.nevents,
-		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
+		     (unsigned long long) ((storm_mono_ns() -
 					    gang.failsafe.last_strobe_ns) / 1000000),
 		     (unsigned long long) gang.counts.freezes_long,
 		     (unsigned long long) (gang.counts.freeze_max_ns / 1000),

@@ -55,6 +55,7 @@
 #include "nm_relay_state.h"
 #include "nm_reject.h"
 #include "src/common/storm_bcast.h"
+#include "src/common/storm_time.h"
 
 #define RELAY_MAX_VERIFY 16	/* credentials being checked at once */
 #define RELAY_MAX_PER_USER 8	/* verified broadcasts of one user */
@@ -240,7 +241,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	    nm_relay_wait_state(set, key, STORM_BCAST_READY, size, err,
 				errlen))
 		return -1;
-	t[0] = nm_relay_now_ms();
+	t[0] = storm_mono_ms();
 	nm_relay_report_phase(key, STORM_RELAY_DATA);
 	if (storm_set_count(set) &&
 	    (mrc = storm_xfer_stream(relay.nm->ctx, set, map, size,
@@ -252,7 +253,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	}
 	rc = size ? receive_streaming(fd, map, size, op, key) : 0;
 	*unread = 0;
-	t[1] = nm_relay_now_ms();
+	t[1] = storm_mono_ms();
 	if (rc) {
 		snprintf(err, errlen, "srun stopped sending the file: %s",
 			 strerror(-rc));
@@ -270,7 +271,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	storm_xfer_supply(op, size);
 	mrc = storm_op_wait(op, -1, &failed);
 	storm_op_free(op);
-	t[2] = nm_relay_now_ms();
+	t[2] = storm_mono_ms();
 	nm_relay_report_phase(key, STORM_RELAY_CONFIRM);
 	if (mrc) {
 		xfer_error(&failed, mrc, key,
@@ -372,7 +373,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	char err[2048];
 	uint64_t key = rq->key, size = 0;
 	uint8_t *map;
-	double t0 = nm_relay_now_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
+	double t0 = storm_mono_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	double t_begin = t0;
 	int st, rc = -1;
 	uid_t uid = (uid_t) -1;
@@ -408,13 +409,13 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	storm_set_remove(&set, relay.nm->rank);
 	nm_relay_report_begin(key, nm_bcast_file_job(f), size,
 			      storm_set_count(&set));
-	t_begin = nm_relay_now_ms();
+	t_begin = storm_mono_ms();
 	reported = true;
 	if (storm_set_count(&set) &&
 	    send_manifest(&set, cred, nm_bcast_file_attest(f), key, err,
 			  sizeof(err)))
 		goto done;
-	t_man = nm_relay_now_ms();
+	t_man = storm_mono_ms();
 	if (multicast(fd, &set, key, f, map, size, t_mc, unread, err,
 		      sizeof(err)))
 		goto done;
@@ -425,10 +426,10 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 			 storm_bcast_state_str(st));
 		goto done;
 	}
-	t_end = nm_relay_now_ms();
+	t_end = storm_mono_ms();
 	if (send_go(&set, key, err, sizeof(err)))
 		goto done;
-	t_go = nm_relay_now_ms();
+	t_go = storm_mono_ms();
 	/* recv (srun to this node) and data (this node to the last one's
 	 * acknowledgement) both start at ready and overlap */
 	snprintf(msg, msglen, "relay=%s check_ms=%.3f ready_ms=%.3f recv_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
@@ -439,7 +440,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 done:
 	if (reported)
 		nm_relay_report_end(key, size, rc == 0,
-				    (uint64_t) ((nm_relay_now_ms() - t_begin) * 1000.0));
+				    (uint64_t) ((storm_mono_ms() - t_begin) * 1000.0));
 	if (f)
 		nm_bcast_finish(f, false);
 	if (uid != (uid_t) -1)

@@ -34,6 +34,7 @@
 #include "nm.h"
 #include "nm_reject.h"
 #include "nm_relay_door.h"
+#include "src/common/storm_time.h"
 
 #define DOOR_MAX_PENDING 512
 #define DOOR_ACCEPT_BURST 64
@@ -63,14 +64,6 @@ static struct {
 	nm_relay_door_stats_t reported;	/* at the last summary line */
 	uint64_t next_report_ns;
 } door = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 static void count(uint64_t *field)
 {
@@ -241,7 +234,7 @@ static bool serve_one(int i)
 	}
 	if (rc < 0) {
 		refuse(i, err, &door.st.malformed);
-		e->deadline_ns = now_ns() + door.request_ns;
+		e->deadline_ns = storm_mono_ns() + door.request_ns;
 	}
 	return false;
 }
@@ -283,14 +276,14 @@ static void *door_main(void *arg)
 	(void) arg;
 	while (!door.stop) {
 		int n = door.n, k;
-		uint64_t now = now_ns();
+		uint64_t now = storm_mono_ns();
 
 		pf[0] = (struct pollfd) { .fd = door.lfd, .events = POLLIN };
 		for (int i = 0; i < n; i++)
 			pf[i + 1] = (struct pollfd) { .fd = door.p[i].fd,
 						      .events = POLLIN };
 		k = poll(pf, (nfds_t) n + 1, poll_timeout_ms(now));
-		now = now_ns();
+		now = storm_mono_ns();
 		/* entries move when one leaves: walk from the end, so that
 		 * pf[i + 1] still describes door.p[i] for every i not yet seen */
 		for (int i = n - 1; k > 0 && i >= 0; i--)
@@ -318,7 +311,7 @@ extern int nm_relay_door_start(int lfd, uint64_t request_us,
 	door.arg = arg;
 	door.stop = false;
 	door.n = 0;
-	door.next_report_ns = now_ns() + DOOR_REPORT_NS;
+	door.next_report_ns = storm_mono_ns() + DOOR_REPORT_NS;
 	if ((rc = pthread_create(&door.thread, NULL, door_main, NULL)))
 		return -rc;
 	door.started = true;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "nm_relay_report.h"
+#include "src/common/storm_time.h"
 
 static struct {
 	pthread_mutex_t lock;
@@ -23,14 +24,6 @@ static struct {
 	uint64_t last_send_ms;
 } relay_report = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t now_us(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The record of key, or NULL when a newer broadcast took the view. */
 static storm_relay_report_t *mine(uint64_t key)
 {
@@ -41,8 +34,7 @@ static storm_relay_report_t *mine(uint64_t key)
 static void touch(storm_relay_report_t *r)
 {
 	if (r->phase < STORM_RELAY_DONE)
-		r->elapsed_us = now_us(CLOCK_MONOTONIC) -
-				relay_report.start_mono_us;
+		r->elapsed_us = storm_mono_us() - relay_report.start_mono_us;
 	r->seq++;
 }
 
@@ -61,13 +53,13 @@ extern void nm_relay_report_begin(uint64_t key, uint32_t job, uint64_t size,
 	r->nnodes = (uint32_t) nnodes;
 	r->size = size;
 	r->received = 0;
-	r->start_us = (int64_t) now_us(CLOCK_REALTIME);
+	r->start_us = (int64_t) (storm_real_ns() / 1000);
 	r->elapsed_us = 0;
 	memset(r->ready, 0, sizeof(r->ready));
 	memset(r->done, 0, sizeof(r->done));
 	r->count++;
 	r->seq = seq + 1;
-	relay_report.start_mono_us = now_us(CLOCK_MONOTONIC);
+	relay_report.start_mono_us = storm_mono_us();
 	pthread_mutex_unlock(&relay_report.lock);
 }
 
@@ -146,7 +138,7 @@ static bool send_free(void)
 
 extern void nm_relay_report_tick(nm_t *nm)
 {
-	uint64_t now_ms = now_us(CLOCK_MONOTONIC) / 1000;
+	uint64_t now_ms = storm_mono_us() / 1000;
 	storm_set_t mm;
 	bool due;
 	int rc;
@@ -160,7 +152,7 @@ extern void nm_relay_report_tick(nm_t *nm)
 	       now_ms - relay_report.last_send_ms >= NM_RELAY_REPORT_MS);
 	if (due) {
 		if (relay_report.cur.phase < STORM_RELAY_DONE)
-			relay_report.cur.elapsed_us = now_us(CLOCK_MONOTONIC) -
+			relay_report.cur.elapsed_us = storm_mono_us() -
 						      relay_report.start_mono_us;
 		relay_report.out = relay_report.cur;
 		relay_report.out.rank = (uint32_t) nm->rank;

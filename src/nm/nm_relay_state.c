@@ -10,6 +10,7 @@
 #include "nm_relay_report.h"
 #include "nm_relay_state.h"
 #include "src/common/storm_bcast.h"
+#include "src/common/storm_time.h"
 
 static struct {
 	nm_t *nm;
@@ -20,14 +21,6 @@ extern void nm_relay_state_init(nm_t *nm, volatile bool *stop)
 {
 	relay_state.nm = nm;
 	relay_state.stop = stop;
-}
-
-extern double nm_relay_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 extern const char *nm_relay_node_name(int rank)
@@ -223,7 +216,7 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 {
 	int timeout_ms = nm_relay_wait_ms(relay_state.nm->conf.timeout_us,
 					  size);
-	double deadline = nm_relay_now_ms() + timeout_ms;
+	double deadline = storm_mono_ms() + timeout_ms;
 	storm_set_t pending;
 	char names[1024];
 
@@ -237,7 +230,7 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		/* Usually a node is just not there yet (the commit travels
 		 * down the tree while this runs from the serializer): ask the
 		 * set again a few times before asking each node. */
-		if (round % 8 != 7 && nm_relay_now_ms() < deadline) {
+		if (round % 8 != 7 && storm_mono_ms() < deadline) {
 			if (!pause_us(round < 8 ? 200 : 2000))
 				break;
 			continue;
@@ -247,7 +240,7 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		progress(set, &pending, key, want);
 		if (!storm_set_count(&pending))
 			continue;	/* everyone got there meanwhile */
-		if (nm_relay_now_ms() > deadline) {
+		if (storm_mono_ms() > deadline) {
 			nm_relay_set_names(&pending, names, sizeof(names));
 			snprintf(err, errlen, "node(s) %s did not confirm within %d ms",
 				 names, timeout_ms);

@@ -23,6 +23,7 @@
 #include "nm_cg_usage.h"
 #include "nm_gang.h"
 #include "src/common/storm_deadline.h"
+#include "src/common/storm_time.h"
 #include "nm_usage.h"
 
 /* The gang lock is busy during a switch: a few tries, a little apart. */
@@ -49,14 +50,6 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 /* The jobs here, or -1 when the gang module never let us look. */
 static int jobs_here(uint32_t *ids, uint32_t *uids)
@@ -95,7 +88,7 @@ static bool measure(nm_t *nm)
 	uint32_t ids[STORM_USAGE_MAX_JOBS], uids[STORM_USAGE_MAX_JOBS];
 	seen_t old[STORM_USAGE_MAX_JOBS];
 	int nold = usage.nseen, n = jobs_here(ids, uids);
-	uint64_t now = mono_ns();
+	uint64_t now = storm_mono_ns();
 
 	if (n < 0)
 		return false;

@@ -16,6 +16,7 @@
 
 #include "nm_cgroup.h"
 #include "nm_watchdog.h"
+#include "src/common/storm_time.h"
 
 /* A job takes a slot when it is first switched out on this node and keeps
  * it until it leaves the table: more slots than jobs can share a node's
@@ -37,14 +38,6 @@ typedef struct watch_page {
 static watch_page_t *W;
 static int wfd = -1;		/* the node manager's end of the pipe */
 static pid_t wpid;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ the child */
 static int release_all(void)
@@ -119,7 +112,8 @@ static void child_main(nm_t *nm, int rfd)
 	}
 	for (;;) {
 		uint64_t ls = atomic_load(&W->last_strobe_ns);
-		uint64_t fs = atomic_load(&W->failsafe_ns), now = mono_ns();
+		uint64_t fs = atomic_load(&W->failsafe_ns);
+		uint64_t now = storm_mono_ns();
 		struct pollfd p = { .fd = rfd, .events = POLLIN };
 		char c;
 
