@@ -22,6 +22,7 @@
 #include "nm_bcast_wait.h"
 #include "nm_bcast_xfer.h"
 #include "src/common/storm_mutex.h"
+#include "src/common/storm_thread.h"
 #include "src/common/storm_bcast.h"
 
 #define SWEEP_PERIOD 10		/* s */
@@ -51,14 +52,16 @@ static struct {
 	nm_t *nm;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_t worker;
-	bool worker_started;
-	bool stop;
+	storm_thread_t worker;
 	work_t *head, *tail;
 	mbuf_t *mbufs;
 	time_t last_sweep;
-} bcast_fabric = { .lock = PTHREAD_MUTEX_INITIALIZER,
-		   .cond = PTHREAD_COND_INITIALIZER };
+} bcast_fabric = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.worker = STORM_THREAD_INIT("storm-nm-bcast", &bcast_fabric.lock,
+				    &bcast_fabric.cond),
+};
 
 extern void nm_bcast_publish(int root, uint64_t key, int st)
 {
@@ -180,7 +183,7 @@ static void release_cb(void *arg, void *dst, uint64_t len, bool committed)
 
 	(void) arg;
 	pthread_mutex_lock(&bcast_fabric.lock);
-	if (bcast_fabric.stop) {
+	if (storm_thread_stopping(&bcast_fabric.worker)) {
 		/* shutting down: the NM's fini owns the buffers now */
 		pthread_mutex_unlock(&bcast_fabric.lock);
 		return;
@@ -238,7 +241,7 @@ static void idle(void)
 	pthread_mutex_unlock(&bcast_fabric.lock);
 	nm_bcast_wait_expire();
 	pthread_mutex_lock(&bcast_fabric.lock);
-	if (bcast_fabric.head || bcast_fabric.stop)
+	if (bcast_fabric.head || storm_thread_stopping(&bcast_fabric.worker))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 1;
@@ -256,7 +259,7 @@ static void *worker(void *arg)
 {
 	(void) arg;
 	pthread_mutex_lock(&bcast_fabric.lock);
-	while (!bcast_fabric.stop) {
+	while (!storm_thread_stopping(&bcast_fabric.worker)) {
 		work_t *w = bcast_fabric.head;
 
 		if (!w) {
@@ -285,14 +288,12 @@ extern int nm_bcast_fabric_start(nm_t *nm)
 	int rc;
 
 	bcast_fabric.nm = nm;
-	bcast_fabric.stop = false;
 	/* shared by the progress thread (the callbacks, under the fabric
 	 * lock) and the worker, which runs at normal priority */
 	if ((rc = storm_mutex_init_inherit(&bcast_fabric.lock)))
 		return -rc;
-	if ((rc = pthread_create(&bcast_fabric.worker, NULL, worker, NULL)))
+	if ((rc = storm_thread_start(&bcast_fabric.worker, worker, NULL)))
 		return -rc;
-	bcast_fabric.worker_started = true;
 	storm_set_dest_fn(nm->ctx, dest_cb, release_cb, nm);
 	return 0;
 }
@@ -302,13 +303,7 @@ extern void nm_bcast_fabric_stop(nm_t *nm)
 	/* No progress any more, so nothing writes into our mappings. */
 	if (nm->ctx)
 		storm_ctx_stop_progress(nm->ctx);
-	pthread_mutex_lock(&bcast_fabric.lock);
-	bcast_fabric.stop = true;
-	pthread_cond_broadcast(&bcast_fabric.cond);
-	pthread_mutex_unlock(&bcast_fabric.lock);
-	if (bcast_fabric.worker_started)
-		pthread_join(bcast_fabric.worker, NULL);
-	bcast_fabric.worker_started = false;
+	storm_thread_stop(&bcast_fabric.worker);
 	for (work_t *w = bcast_fabric.head, *n; w; w = n) {
 		n = w->next;
 		free(w->manifest);

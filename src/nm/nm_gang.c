@@ -81,6 +81,7 @@
 #include "nm_gang_job.h"
 #include "src/common/storm_deadline.h"
 #include "src/common/storm_mutex.h"
+#include "src/common/storm_thread.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
@@ -103,9 +104,7 @@ typedef struct trace {
  */
 static struct gang {
 	nm_t *nm;
-	pthread_t watcher;
-	bool watcher_started;
-	bool stop;			/* the watcher ends */
+	storm_thread_t watcher;
 	pthread_mutex_t lock;		/* priority-inheriting: init_sync */
 	pthread_cond_t wake;		/* wakes the watcher (CLOCK_MONOTONIC) */
 	bool sync_ready;
@@ -130,7 +129,9 @@ static struct gang {
 	uint32_t mode;			/* STORM_GANG_AT_*, of the last strobe */
 	uint64_t late;			/* strobes after their instant */
 	bool clock_due;			/* a clock reply for the watcher */
-} gang;
+} gang = {
+	.watcher = STORM_THREAD_INIT("storm-nm-gang", &gang.lock, &gang.wake),
+};
 
 static nm_gang_job_t *find_job(uint32_t job_id)
 {
@@ -504,15 +505,15 @@ static void sub_switch(uint64_t now)
  * NM_GANG_SCAN_MS for its new steps. */
 static void *watcher_thread(void *arg)
 {
-	struct sched_param sp = { .sched_priority = NM_GANG_RT_PRIO };
+	int rc = storm_thread_sched_self(SCHED_FIFO, NM_GANG_RT_PRIO);
 
 	(void) arg;
-	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+	if (rc)
 		nm_info("gang: no SCHED_FIFO for the fail-safe thread (%s); a fail-safe thaw may wait for scheduler ticks",
-			strerror(errno));
+			strerror(rc));
 	pthread_mutex_lock(&gang.lock);
 	nm_failsafe_start(&gang.failsafe, storm_mono_ns());
-	while (!gang.stop) {
+	while (!storm_thread_stopping(&gang.watcher)) {
 		uint64_t now = storm_mono_ns();
 		struct timespec ts;
 
@@ -775,10 +776,8 @@ static int gang_init(nm_t *nm)
 		goto fail;
 	nm_ctl_register("gang", ctl_gang);
 	nm_ctl_register("gang-trace", ctl_trace);
-	gang.stop = false;
-	if ((rc = -pthread_create(&gang.watcher, NULL, watcher_thread, NULL)))
+	if ((rc = -storm_thread_start(&gang.watcher, watcher_thread, NULL)))
 		goto fail;
-	gang.watcher_started = true;
 	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
@@ -793,14 +792,8 @@ static void gang_fini(nm_t *nm)
 
 	/* takes the ctx lock, so no on_commit() runs past this point */
 	storm_set_recv_fn(nm->ctx, NULL, NULL);
-	if (gang.watcher_started) {
-		pthread_mutex_lock(&gang.lock);
-		gang.stop = true;
-		pthread_cond_signal(&gang.wake);
-		pthread_mutex_unlock(&gang.lock);
-		pthread_join(gang.watcher, NULL);
-		gang.watcher_started = false;
-	}
+	if (gang.watcher.started)
+		storm_thread_stop(&gang.watcher);
 	nm_clock_fini();
 	pthread_mutex_lock(&gang.lock);
 	n = thaw_all(NULL);	/* fail open at exit too */

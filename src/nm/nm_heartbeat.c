@@ -12,6 +12,7 @@
 #include "nm_gang.h"
 #include "nm_heartbeat.h"
 #include "src/common/storm_deadline.h"
+#include "src/common/storm_thread.h"
 #include "nm_reject.h"
 
 /*
@@ -37,11 +38,9 @@ typedef struct {
 } beat_slot_t;
 
 static struct {
-	pthread_t tid;
-	bool started;
+	storm_thread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool stop;
 	uint64_t beat;			/* the last beat's value */
 	beat_slot_t slot[NM_HEARTBEAT_SLOTS];
 	uint64_t skipped;		/* beats not sent: every slot in flight */
@@ -51,6 +50,8 @@ static struct {
 	bool fs_open, has_lag;
 	int64_t lag_us;
 } heartbeat = {
+	.thread = STORM_THREAD_INIT("storm-nm-beat", &heartbeat.lock,
+				    &heartbeat.wake),
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
@@ -135,18 +136,17 @@ static void beat(nm_t *nm)
 static void *heartbeat_thread(void *arg)
 {
 	nm_t *nm = arg;
-	struct sched_param sp = { .sched_priority = NM_HEARTBEAT_RT_PRIO };
+	int rc = storm_thread_sched_self(SCHED_FIFO, NM_HEARTBEAT_RT_PRIO);
 
-	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+	if (rc)
 		nm_info("heartbeat: no SCHED_FIFO (%s): under load a live node may look silent to the machine manager",
-			strerror(errno));
+			strerror(rc));
 	pthread_mutex_lock(&heartbeat.lock);
-	while (!heartbeat.stop) {
+	while (!storm_thread_stopping(&heartbeat.thread)) {
 		beat(nm);
 		/* read each time: a reconfiguration may change SuspectTime */
-		storm_wait_unless_stopped(&heartbeat.wake, &heartbeat.lock,
-					  &heartbeat.stop,
-					  storm_conf_beat_us(&nm->conf));
+		storm_thread_wait(&heartbeat.thread,
+				  storm_conf_beat_us(&nm->conf));
 	}
 	pthread_mutex_unlock(&heartbeat.lock);
 	return NULL;
@@ -161,11 +161,8 @@ static int heartbeat_init(nm_t *nm)
 		return -rc;
 	/* a restarted node manager starts elsewhere than where it left */
 	heartbeat.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
-	heartbeat.stop = false;
-	rc = pthread_create(&heartbeat.tid, NULL, heartbeat_thread, nm);
-	if (rc)
+	if ((rc = storm_thread_start(&heartbeat.thread, heartbeat_thread, nm)))
 		return -rc;
-	heartbeat.started = true;
 	nm_info("heartbeat: to the machine manager every %llu us (SuspectTime=%llu us)",
 		(unsigned long long) storm_conf_beat_us(&nm->conf),
 		(unsigned long long) nm->conf.suspect_time_us);
@@ -175,14 +172,9 @@ static int heartbeat_init(nm_t *nm)
 static void heartbeat_fini(nm_t *nm)
 {
 	(void) nm;
-	if (!heartbeat.started)
+	if (!heartbeat.thread.started)
 		return;
-	pthread_mutex_lock(&heartbeat.lock);
-	heartbeat.stop = true;
-	pthread_cond_signal(&heartbeat.wake);
-	pthread_mutex_unlock(&heartbeat.lock);
-	pthread_join(heartbeat.tid, NULL);
-	heartbeat.started = false;
+	storm_thread_stop(&heartbeat.thread);
 	/* the fabric closes after the modules; reports still in flight
 	 * are abandoned with their ops */
 	for (int i = 0; i < NM_HEARTBEAT_SLOTS; i++) {

@@ -35,6 +35,7 @@
 #include "nm_reject.h"
 #include "nm_relay_door.h"
 #include "src/common/storm_time.h"
+#include "src/common/storm_thread.h"
 
 #define DOOR_MAX_PENDING 512
 #define DOOR_ACCEPT_BURST 64
@@ -53,9 +54,7 @@ static struct {
 	uint64_t request_ns;
 	nm_relay_door_cb cb;
 	void *arg;
-	pthread_t thread;
-	bool started;
-	volatile bool stop;
+	storm_thread_t thread;		/* stop read lock-free */
 	pending_t p[DOOR_MAX_PENDING];
 	int n;
 	uint64_t seq;
@@ -63,7 +62,8 @@ static struct {
 	nm_relay_door_stats_t st;
 	nm_relay_door_stats_t reported;	/* at the last summary line */
 	uint64_t next_report_ns;
-} door = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+} door = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .thread = STORM_THREAD_INIT("storm-nm-door", NULL, NULL) };
 
 static void count(uint64_t *field)
 {
@@ -274,7 +274,7 @@ static void *door_main(void *arg)
 	static struct pollfd pf[DOOR_MAX_PENDING + 1];
 
 	(void) arg;
-	while (!door.stop) {
+	while (!storm_thread_stopping(&door.thread)) {
 		int n = door.n, k;
 		uint64_t now = storm_mono_ns();
 
@@ -309,21 +309,16 @@ extern int nm_relay_door_start(int lfd, uint64_t request_us,
 	door.request_ns = request_us * 1000ull;
 	door.cb = cb;
 	door.arg = arg;
-	door.stop = false;
 	door.n = 0;
 	door.next_report_ns = storm_mono_ns() + DOOR_REPORT_NS;
-	if ((rc = pthread_create(&door.thread, NULL, door_main, NULL)))
+	if ((rc = storm_thread_start(&door.thread, door_main, NULL)))
 		return -rc;
-	door.started = true;
 	return 0;
 }
 
 extern void nm_relay_door_stop(void)
 {
-	door.stop = true;
-	if (door.started)
-		pthread_join(door.thread, NULL);
-	door.started = false;
+	storm_thread_stop(&door.thread);
 	while (door.n)
 		drop(door.n - 1);
 	report(UINT64_MAX);

@@ -23,6 +23,7 @@
 #include "nm_cg_usage.h"
 #include "nm_gang.h"
 #include "src/common/storm_deadline.h"
+#include "src/common/storm_thread.h"
 #include "src/common/storm_time.h"
 #include "nm_usage.h"
 
@@ -37,16 +38,16 @@ typedef struct {
 } seen_t;
 
 static struct {
-	pthread_t tid;
-	bool started;
+	storm_thread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool stop;
 	seen_t seen[STORM_USAGE_MAX_JOBS];
 	int nseen;
 	storm_usage_report_t out;	/* what the op in flight sends */
 	storm_op_t *op;
 } usage = {
+	.thread = STORM_THREAD_INIT("storm-nm-usage", &usage.lock,
+				    &usage.wake),
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
@@ -145,17 +146,15 @@ static void report(nm_t *nm)
 static void *usage_thread(void *arg)
 {
 	nm_t *nm = arg;
-	struct sched_param sp = { .sched_priority = 0 };
 
 	/* file reads: never in the real-time class, whatever started us */
-	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	(void) storm_thread_sched_self(SCHED_OTHER, 0);
 	pthread_mutex_lock(&usage.lock);
-	while (!usage.stop) {
+	while (!storm_thread_stopping(&usage.thread)) {
 		pthread_mutex_unlock(&usage.lock);
 		report(nm);
 		pthread_mutex_lock(&usage.lock);
-		storm_wait_unless_stopped(&usage.wake, &usage.lock, &usage.stop,
-				       (uint64_t) NM_USAGE_MS * 1000);
+		storm_thread_wait(&usage.thread, (uint64_t) NM_USAGE_MS * 1000);
 	}
 	pthread_mutex_unlock(&usage.lock);
 	return NULL;
@@ -168,26 +167,18 @@ static int usage_init(nm_t *nm)
 	pthread_cond_destroy(&usage.wake);
 	if ((rc = storm_cond_init_monotonic(&usage.wake)))
 		return -rc;
-	usage.stop = false;
 	usage.nseen = 0;
-	rc = pthread_create(&usage.tid, NULL, usage_thread, nm);
-	if (rc)
+	if ((rc = storm_thread_start(&usage.thread, usage_thread, nm)))
 		return -rc;
-	usage.started = true;
 	return 0;
 }
 
 static void usage_fini(nm_t *nm)
 {
 	(void) nm;
-	if (!usage.started)
+	if (!usage.thread.started)
 		return;
-	pthread_mutex_lock(&usage.lock);
-	usage.stop = true;
-	pthread_cond_signal(&usage.wake);
-	pthread_mutex_unlock(&usage.lock);
-	pthread_join(usage.tid, NULL);
-	usage.started = false;
+	storm_thread_stop(&usage.thread);
 	/* the fabric closes after the modules: a report in flight is
 	 * abandoned with its op */
 	if (usage.op)
