@@ -71,7 +71,6 @@
 
 #include "src/common/storm_gang.h"
 #include "nm.h"
-#include "src/common/storm_clock.h"
 #include "src/common/storm_time.h"
 #include "nm_cgroup.h"
 #include "nm_clock.h"
@@ -79,14 +78,13 @@
 #include "nm_watchdog.h"
 #include "nm_gang.h"
 #include "nm_gang_job.h"
+#include "nm_gang_plan.h"
 #include "src/common/storm_deadline.h"
 #include "src/common/storm_mutex.h"
 #include "src/common/storm_thread.h"
 
 /* One above the fabric progress thread (nm_fabric.c). */
 #define NM_GANG_RT_PRIO 41
-#define NM_GANG_WAIT_MIN_MS 5		/* fail-safe check, at the soonest */
-#define NM_GANG_WAIT_MAX_MS 250		/* and at the latest */
 /* The switch trace (gang-trace): 8 s of switches at 2 ms quanta; the
  * benchmark reads it after a 5 s window. */
 #define NM_GANG_TRACE 4096
@@ -119,13 +117,9 @@ static struct gang {
 	uint64_t nstrobes, nsubs;
 	trace_t ring[NM_GANG_TRACE];
 	uint64_t ring_n;
-	/* The switches the watcher times: sub_left more, the next to slot
-	 * pend_slot (switch pend_q of the strobe; 0: the strobe's own, at
-	 * its announced instant) at sub_due_ns (CLOCK_MONOTONIC); after the
-	 * own switch the next is next_gap_ns later, then one a quantum.
-	 * The strobe itself (its slot count and quanta) is `last`. */
-	uint32_t sub_left, pend_slot, pend_q;
-	uint64_t sub_due_ns, sub_q_ns, next_gap_ns;
+	/* The switches the watcher times (nm_gang_plan.h); the strobe
+	 * itself (its slot count and quanta) is `last`. */
+	nm_gang_subs_t subs;
 	uint32_t mode;			/* STORM_GANG_AT_*, of the last strobe */
 	uint64_t late;			/* strobes after their instant */
 	bool clock_due;			/* a clock reply for the watcher */
@@ -285,20 +279,18 @@ static const char *mode_str(uint32_t mode)
 	return "none";
 }
 
-/* How to take this strobe: at its instant (offset in *off) or on arrival.
- * A change is logged.  Called with lock held. */
+/* How to take this strobe: at its instant (offset in *off) or on arrival
+ * (nm_gang_plan_mode()).  A change is logged.  Called with lock held. */
 static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
 {
 	uint64_t unc = 0;
-	uint32_t mode = STORM_GANG_AT_ANNOUNCED;
+	uint32_t mode;
 	bool known = false;
 
 	*off = 0;
-	if (!s->at_ns)
-		mode = STORM_GANG_AT_ARRIVAL;
-	else if (!(known = nm_clock_estimate(off, &unc)) ||
-		 !storm_clock_usable(unc, s->quantum_us * 1000ULL))
-		mode = STORM_GANG_AT_FALLBACK;
+	if (s->at_ns)
+		known = nm_clock_estimate(off, &unc);
+	mode = nm_gang_plan_mode(s, known, unc);
 	if (mode == gang.mode)
 		return mode;
 	if (mode == STORM_GANG_AT_ANNOUNCED)
@@ -317,30 +309,14 @@ static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
 	return mode;
 }
 
-/* The switches to time: the first to slot at due (CLOCK_MONOTONIC), its
- * index in the strobe q, n of them.  Called with lock held. */
-static void arm(const storm_gang_strobe_t *s, uint32_t slot, uint32_t q,
-		uint32_t n, uint64_t due)
-{
-	gang.sub_left = n;
-	gang.pend_slot = slot % (s->nslots ? s->nslots : 1);
-	gang.pend_q = q;
-	gang.sub_due_ns = due;
-	gang.sub_q_ns = s->quantum_us * 1000ULL;
-	gang.next_gap_ns = s->next_in_us * 1000ULL;
-	if (n)
-		pthread_cond_signal(&gang.wake);	/* a nearer deadline */
-}
-
 /* A valid strobe arrived: switch to its slot, at once or at its instant,
  * and take its quanta over.  recv_ns is this node's clock (nm_clock_now),
  * recv_mono CLOCK_MONOTONIC, both at arrival.  Called with lock held. */
 static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 			uint64_t recv_mono)
 {
-	uint32_t nsub = s->nquanta > 1 && s->nslots > 1 && s->quantum_us ?
-			s->nquanta - 1 : 0;
-	uint64_t at, due;
+	nm_gang_take_t take;
+	uint32_t mode;
 	int64_t off;
 
 	if (s->mm_id != gang.last.mm_id)
@@ -350,27 +326,20 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 	if (s->table_gen != gang.table_gen)
 		load_table(s->table_gen);
 	gang.last = *s;
-	gang.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
-					   s->quantum_us * 1000ULL : 0;
+	gang.counts.long_ns = nm_gang_plan_long_ns(s);
 	gang.counts.failsafe_ns = failsafe_ns();
 	nm_failsafe_strobe(&gang.failsafe, storm_mono_ns(), s->epoch);
 	nm_watchdog_strobe(gang.failsafe.last_strobe_ns, failsafe_ns());
 	gang.nstrobes++;
-	/* nothing time-shares (a heartbeat): no instant to keep */
-	if (choose_mode(s, &off) != STORM_GANG_AT_ANNOUNCED || s->nslots <= 1) {
+	mode = choose_mode(s, &off);
+	take = nm_gang_plan_strobe(s, mode, off, recv_ns, recv_mono,
+				   &gang.subs);
+	if (take == NM_GANG_TAKE_LATE)
+		gang.late++;
+	if (take != NM_GANG_TAKE_AT)
 		traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
-		arm(s, s->slot + 1, 1, nsub, recv_mono + s->next_in_us * 1000ULL);
-		return;
-	}
-	at = storm_clock_to_node(s->at_ns, off);
-	if (at > recv_ns) {
-		arm(s, s->slot, 0, nsub + 1, recv_mono + (at - recv_ns));
-		return;
-	}
-	gang.late++;
-	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
-	due = recv_mono - (recv_ns - at < recv_mono ? recv_ns - at : 0);
-	arm(s, s->slot + 1, 1, nsub, due + s->next_in_us * 1000ULL);
+	if (gang.subs.left)
+		pthread_cond_signal(&gang.wake);	/* a nearer deadline */
 }
 
 /*
@@ -431,15 +400,10 @@ static uint64_t failsafe_ns(void)
  */
 static void next_deadline(uint64_t now, bool frozen, struct timespec *ts)
 {
-	uint64_t due = nm_failsafe_due(&gang.failsafe, failsafe_ns());
+	uint64_t fs_due = nm_failsafe_due(&gang.failsafe, failsafe_ns());
 	uint64_t max_ms = frozen ? NM_GANG_SCAN_MS : NM_GANG_WAIT_MAX_MS;
+	uint64_t due = nm_gang_plan_deadline(now, fs_due, max_ms, &gang.subs);
 
-	if (due > now + max_ms * 1000000ULL)
-		due = now + max_ms * 1000000ULL;
-	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
-		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
-	if (gang.sub_left && gang.sub_due_ns < due)
-		due = gang.sub_due_ns;
 	ts->tv_sec = due / 1000000000ULL;
 	ts->tv_nsec = due % 1000000000ULL;
 }
@@ -472,26 +436,11 @@ static bool scan_frozen_jobs(void)
  * never skipped (it may bring a new table).  Called with lock held. */
 static void sub_switch(uint64_t now)
 {
-	uint32_t k = 0, q, slot;
-	uint32_t nslots = gang.last.nslots ? gang.last.nslots : 1;
+	uint32_t q, slot;
 
-	if (!gang.sub_left || now < gang.sub_due_ns)
+	if (!nm_gang_plan_next_switch(&gang.subs, gang.last.nslots, now,
+				      &slot, &q))
 		return;
-	if (gang.pend_q == 0) {
-		gang.sub_due_ns += gang.next_gap_ns;
-	} else {
-		if (gang.sub_q_ns)
-			k = (uint32_t) ((now - gang.sub_due_ns) /
-					 gang.sub_q_ns);
-		if (k >= gang.sub_left)
-			k = gang.sub_left - 1;
-		gang.sub_due_ns += (uint64_t) (k + 1) * gang.sub_q_ns;
-	}
-	slot = (gang.pend_slot + k) % nslots;
-	q = gang.pend_q + k;
-	gang.sub_left -= k + 1;
-	gang.pend_slot = (slot + 1) % nslots;
-	gang.pend_q = q + 1;
 	gang.last.slot = slot;
 	traced_apply(gang.last.epoch, q, slot, gang.last.sent_ns,
 		     nm_clock_now());
@@ -520,7 +469,7 @@ static void *watcher_thread(void *arg)
 		sub_switch(now);
 		if (nm_failsafe_check(&gang.failsafe, now, failsafe_ns(),
 				      thaw_all, NULL))
-			gang.sub_left = 0;
+			gang.subs.left = 0;
 		if (gang.clock_due) {
 			uint64_t late = gang.late;
 			uint32_t mode = gang.mode;
