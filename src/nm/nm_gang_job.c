@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "src/common/storm_gang.h"
+#include "src/common/storm_time.h"
 #include "nm.h"
 #include "nm_cgroup.h"
 #include "nm_gang_job.h"
@@ -30,14 +31,6 @@ static void publish(nm_gang_job_t *j)
  * again at the first strobe after this; on a timer rather than every few
  * strobes, which at 120 s quanta meant 16 minutes. */
 #define NM_GANG_RETRY_NS 50000000ULL
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 void nm_gang_job_init(nm_gang_job_t *j, uint32_t job_id, uint32_t uid)
 {
@@ -87,7 +80,7 @@ void nm_gang_job_left(nm_gang_job_t *j, int rc)
 	close_job(j);
 	j->frozen = false;
 	publish(j);
-	j->retry_ns = mono_ns() + NM_GANG_RETRY_NS;
+	j->retry_ns = storm_mono_ns() + NM_GANG_RETRY_NS;
 }
 
 /* v1: is this step frozen with the others?  The batch step only where it
@@ -143,7 +136,7 @@ static void step_found(const char *name, void *arg)
  * `every` ns; 0, or -errno when the job's cgroup is gone. */
 int nm_gang_job_scan(nm_gang_job_t *j, uint64_t every)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = storm_mono_ns();
 	int rc;
 
 	if (j->dir_fd < 0 || now - j->scan_ns < every)
@@ -187,7 +180,7 @@ void nm_gang_job_open(nm_gang_job_t *j, uint64_t now)
 
 static void count_thaw(const nm_gang_job_t *j, nm_gang_counts_t *c)
 {
-	uint64_t d = mono_ns() - j->frozen_ns;
+	uint64_t d = storm_mono_ns() - j->frozen_ns;
 	/* the schedule may have changed while it was frozen: the longer of
 	 * the two is what the job could be kept out for */
 	uint64_t bound = j->frozen_long_ns > c->long_ns ? j->frozen_long_ns :
@@ -235,7 +228,7 @@ void nm_gang_job_set_frozen(nm_gang_job_t *j, bool frozen,
 		return;
 	}
 	if (frozen && !j->frozen) {
-		j->frozen_ns = mono_ns();
+		j->frozen_ns = storm_mono_ns();
 		j->frozen_long_ns = c->long_ns;
 	}
 	else if (!frozen && j->frozen)
@@ -261,7 +254,7 @@ void nm_gang_job_set_idle(nm_gang_job_t *j, bool idle, nm_gang_counts_t *c)
 	if (!j->cpu || j->idle == idle)
 		return;
 	if (idle) {
-		uint64_t now = mono_ns();
+		uint64_t now = storm_mono_ns();
 
 		if (!j->held)		/* known before it is true */
 			nm_watchdog_switched(j->job_id, j->uid, true, &j->watch_slot);

@@ -15,7 +15,6 @@
 
 /* The node manager, and the flag that ends waits when it stops. */
 extern void nm_relay_state_init(nm_t *nm, volatile bool *stop);
-extern double nm_relay_now_ms(void);
 extern const char *nm_relay_node_name(int rank);
 /* Names of the ranks of a set, "node1,node5" (truncated politely). */
 extern void nm_relay_set_names(const storm_set_t *s, char *out, size_t len);

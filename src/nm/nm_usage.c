@@ -23,6 +23,8 @@
 #include "nm_cg_usage.h"
 #include "nm_gang.h"
 #include "src/common/storm_deadline.h"
+#include "src/common/storm_thread.h"
+#include "src/common/storm_time.h"
 #include "nm_usage.h"
 
 /* The gang lock is busy during a switch: a few tries, a little apart. */
@@ -36,27 +38,19 @@ typedef struct {
 } seen_t;
 
 static struct {
-	pthread_t tid;
-	bool started;
+	storm_thread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool stop;
 	seen_t seen[STORM_USAGE_MAX_JOBS];
 	int nseen;
 	storm_usage_report_t out;	/* what the op in flight sends */
 	storm_op_t *op;
-} U = {
+} usage = {
+	.thread = STORM_THREAD_INIT("storm-nm-usage", &usage.lock,
+				    &usage.wake),
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 /* The jobs here, or -1 when the gang module never let us look. */
 static int jobs_here(uint32_t *ids, uint32_t *uids)
@@ -89,35 +83,35 @@ static bool rate(uint32_t job_id, uint64_t cpu_ns, uint64_t now,
 	return false;
 }
 
-/* Measure the jobs into U.out; false when there is nothing to send. */
+/* Measure the jobs into usage.out; false when there is nothing to send. */
 static bool measure(nm_t *nm)
 {
 	uint32_t ids[STORM_USAGE_MAX_JOBS], uids[STORM_USAGE_MAX_JOBS];
 	seen_t old[STORM_USAGE_MAX_JOBS];
-	int nold = U.nseen, n = jobs_here(ids, uids);
-	uint64_t now = mono_ns();
+	int nold = usage.nseen, n = jobs_here(ids, uids);
+	uint64_t now = storm_mono_ns();
 
 	if (n < 0)
 		return false;
-	memcpy(old, U.seen, sizeof(old));
-	U.nseen = 0;
-	U.out.njobs = 0;
+	memcpy(old, usage.seen, sizeof(old));
+	usage.nseen = 0;
+	usage.out.njobs = 0;
 	for (int i = 0; i < n; i++) {
 		uint64_t ns;
 		uint32_t m;
 
 		if (nm_cg_job_cpu_ns(ids[i], uids[i], &ns))
 			continue;	/* not started here yet, or gone */
-		U.seen[U.nseen++] = (seen_t) { ids[i], ns, now };
+		usage.seen[usage.nseen++] = (seen_t) { ids[i], ns, now };
 		if (!rate(ids[i], ns, now, old, nold, &m))
 			continue;
-		U.out.jobs[U.out.njobs].job_id = ids[i];
-		U.out.jobs[U.out.njobs++].cpu_m = m;
+		usage.out.jobs[usage.out.njobs].job_id = ids[i];
+		usage.out.jobs[usage.out.njobs++].cpu_m = m;
 	}
-	U.out.magic = STORM_USAGE_REPORT_MAGIC;
-	U.out.rank = (uint32_t) nm->rank;
-	U.out.seq++;
-	U.out.window_ms = NM_USAGE_MS;
+	usage.out.magic = STORM_USAGE_REPORT_MAGIC;
+	usage.out.rank = (uint32_t) nm->rank;
+	usage.out.seq++;
+	usage.out.window_ms = NM_USAGE_MS;
 	return true;
 }
 
@@ -130,20 +124,20 @@ static void report(nm_t *nm)
 		return;
 	/* the buffer is the op's source until it completes: a report still
 	 * in flight (a busy MM) is not overwritten, this reading skipped */
-	if (U.op && storm_op_test(U.op, NULL) == -EAGAIN)
+	if (usage.op && storm_op_test(usage.op, NULL) == -EAGAIN)
 		return;
-	if (U.op)
-		storm_op_free(U.op);
-	U.op = NULL;
+	if (usage.op)
+		storm_op_free(usage.op);
+	usage.op = NULL;
 	if (!measure(nm))
 		return;
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer(nm->ctx, &mm, &U.out, sizeof(U.out),
+	rc = storm_xfer(nm->ctx, &mm, &usage.out, sizeof(usage.out),
 			storm_usage_report_off(nm->rank), STORM_NO_EVENT,
-			STORM_NO_EVENT, &U.op);
+			STORM_NO_EVENT, &usage.op);
 	if (rc) {
-		U.op = NULL;
+		usage.op = NULL;
 		nm_debug("usage report to the machine manager: %s",
 			 storm_strerror(rc));
 	}
@@ -152,19 +146,17 @@ static void report(nm_t *nm)
 static void *usage_thread(void *arg)
 {
 	nm_t *nm = arg;
-	struct sched_param sp = { .sched_priority = 0 };
 
 	/* file reads: never in the real-time class, whatever started us */
-	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-	pthread_mutex_lock(&U.lock);
-	while (!U.stop) {
-		pthread_mutex_unlock(&U.lock);
+	(void) storm_thread_sched_self(SCHED_OTHER, 0);
+	pthread_mutex_lock(&usage.lock);
+	while (!storm_thread_stopping(&usage.thread)) {
+		pthread_mutex_unlock(&usage.lock);
 		report(nm);
-		pthread_mutex_lock(&U.lock);
-		storm_wait_unless_stopped(&U.wake, &U.lock, &U.stop,
-				       (uint64_t) NM_USAGE_MS * 1000);
+		pthread_mutex_lock(&usage.lock);
+		storm_thread_wait(&usage.thread, (uint64_t) NM_USAGE_MS * 1000);
 	}
-	pthread_mutex_unlock(&U.lock);
+	pthread_mutex_unlock(&usage.lock);
 	return NULL;
 }
 
@@ -172,34 +164,26 @@ static int usage_init(nm_t *nm)
 {
 	int rc;
 
-	pthread_cond_destroy(&U.wake);
-	if ((rc = storm_cond_init_monotonic(&U.wake)))
+	pthread_cond_destroy(&usage.wake);
+	if ((rc = storm_cond_init_monotonic(&usage.wake)))
 		return -rc;
-	U.stop = false;
-	U.nseen = 0;
-	rc = pthread_create(&U.tid, NULL, usage_thread, nm);
-	if (rc)
+	usage.nseen = 0;
+	if ((rc = storm_thread_start(&usage.thread, usage_thread, nm)))
 		return -rc;
-	U.started = true;
 	return 0;
 }
 
 static void usage_fini(nm_t *nm)
 {
 	(void) nm;
-	if (!U.started)
+	if (!usage.thread.started)
 		return;
-	pthread_mutex_lock(&U.lock);
-	U.stop = true;
-	pthread_cond_signal(&U.wake);
-	pthread_mutex_unlock(&U.lock);
-	pthread_join(U.tid, NULL);
-	U.started = false;
+	storm_thread_stop(&usage.thread);
 	/* the fabric closes after the modules: a report in flight is
 	 * abandoned with its op */
-	if (U.op)
-		storm_op_free(U.op);
-	U.op = NULL;
+	if (usage.op)
+		storm_op_free(usage.op);
+	usage.op = NULL;
 }
 
 const nm_module_t nm_usage_module = {

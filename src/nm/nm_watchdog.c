@@ -16,6 +16,7 @@
 
 #include "nm_cgroup.h"
 #include "nm_watchdog.h"
+#include "src/common/storm_time.h"
 
 /* A job takes a slot when it is first switched out on this node and keeps
  * it until it leaves the table: more slots than jobs can share a node's
@@ -34,17 +35,11 @@ typedef struct watch_page {
 	watch_slot_t slot[WATCH_SLOTS];
 } watch_page_t;
 
-static watch_page_t *W;
-static int wfd = -1;		/* the node manager's end of the pipe */
-static pid_t wpid;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
+static struct {
+	watch_page_t *page;	/* shared with the watchdog process */
+	int fd;			/* the node manager's end of the pipe */
+	pid_t pid;
+} watchdog = { .fd = -1 };
 
 /* ------------------------------------------------------------ the child */
 static int release_all(void)
@@ -52,7 +47,7 @@ static int release_all(void)
 	int n = 0;
 
 	for (int i = 0; i < WATCH_SLOTS; i++) {
-		watch_slot_t *s = &W->slot[i];
+		watch_slot_t *s = &watchdog.page->slot[i];
 		uint32_t job;
 
 		if (!atomic_load(&s->out) || !(job = atomic_load(&s->job_id)))
@@ -65,7 +60,8 @@ static int release_all(void)
 static bool any_out(void)
 {
 	for (int i = 0; i < WATCH_SLOTS; i++)
-		if (atomic_load(&W->slot[i].out) && atomic_load(&W->slot[i].job_id))
+		if (atomic_load(&watchdog.page->slot[i].out) &&
+		    atomic_load(&watchdog.page->slot[i].job_id))
 			return true;
 	return false;
 }
@@ -118,8 +114,9 @@ static void child_main(nm_t *nm, int rfd)
 		_exit(1);
 	}
 	for (;;) {
-		uint64_t ls = atomic_load(&W->last_strobe_ns);
-		uint64_t fs = atomic_load(&W->failsafe_ns), now = mono_ns();
+		uint64_t ls = atomic_load(&watchdog.page->last_strobe_ns);
+		uint64_t fs = atomic_load(&watchdog.page->failsafe_ns);
+		uint64_t now = storm_mono_ns();
 		struct pollfd p = { .fd = rfd, .events = POLLIN };
 		char c;
 
@@ -147,18 +144,20 @@ extern int nm_watchdog_start(nm_t *nm)
 	int p[2];
 	pid_t pid;
 
-	W = mmap(NULL, sizeof(*W), PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (W == MAP_FAILED) {
-		W = NULL;
+	watchdog.page = mmap(NULL, sizeof(*watchdog.page),
+			     PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (watchdog.page == MAP_FAILED) {
+		watchdog.page = NULL;
 		return -errno;
 	}
-	atomic_store(&W->failsafe_ns, nm->conf.failsafe_us * 1000ull);
+	atomic_store(&watchdog.page->failsafe_ns,
+		     nm->conf.failsafe_us * 1000ull);
 	if (pipe2(p, O_CLOEXEC)) {
 		int rc = -errno;
 
-		munmap(W, sizeof(*W));
-		W = NULL;
+		munmap(watchdog.page, sizeof(*watchdog.page));
+		watchdog.page = NULL;
 		return rc;
 	}
 	pid = fork();
@@ -167,8 +166,8 @@ extern int nm_watchdog_start(nm_t *nm)
 
 		close(p[0]);
 		close(p[1]);
-		munmap(W, sizeof(*W));
-		W = NULL;
+		munmap(watchdog.page, sizeof(*watchdog.page));
+		watchdog.page = NULL;
 		return rc;
 	}
 	if (pid == 0) {
@@ -176,8 +175,8 @@ extern int nm_watchdog_start(nm_t *nm)
 		child_main(nm, p[0]);
 	}
 	close(p[0]);
-	wfd = p[1];
-	wpid = pid;
+	watchdog.fd = p[1];
+	watchdog.pid = pid;
 	nm_info("watchdog: pid %d thaws this node's switched jobs if strobes stop being handled, even without the node manager",
 		(int) pid);
 	return 0;
@@ -185,10 +184,10 @@ extern int nm_watchdog_start(nm_t *nm)
 
 extern void nm_watchdog_strobe(uint64_t now_ns, uint64_t failsafe_ns)
 {
-	if (!W)
+	if (!watchdog.page)
 		return;
-	atomic_store(&W->failsafe_ns, failsafe_ns);
-	atomic_store(&W->last_strobe_ns, now_ns);
+	atomic_store(&watchdog.page->failsafe_ns, failsafe_ns);
+	atomic_store(&watchdog.page->last_strobe_ns, now_ns);
 }
 
 /* The job's slot: the one *hint names when it still holds the job (a job
@@ -199,10 +198,10 @@ static int slot_of(uint32_t job_id, bool take, const int *hint)
 	int free_i = -1;
 
 	if (*hint >= 0 && *hint < WATCH_SLOTS &&
-	    atomic_load(&W->slot[*hint].job_id) == job_id)
+	    atomic_load(&watchdog.page->slot[*hint].job_id) == job_id)
 		return *hint;
 	for (int i = 0; i < WATCH_SLOTS; i++) {
-		uint32_t j = atomic_load(&W->slot[i].job_id);
+		uint32_t j = atomic_load(&watchdog.page->slot[i].job_id);
 
 		if (j == job_id)
 			return i;
@@ -211,8 +210,8 @@ static int slot_of(uint32_t job_id, bool take, const int *hint)
 	}
 	if (!take || free_i < 0)
 		return -1;
-	atomic_store(&W->slot[free_i].out, 0);
-	atomic_store(&W->slot[free_i].job_id, job_id);
+	atomic_store(&watchdog.page->slot[free_i].out, 0);
+	atomic_store(&watchdog.page->slot[free_i].job_id, job_id);
 	return free_i;
 }
 
@@ -222,7 +221,7 @@ extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out,
 	watch_slot_t *s;
 	int i;
 
-	if (!W || !job_id)
+	if (!watchdog.page || !job_id)
 		return;
 	if ((i = slot_of(job_id, out, hint)) < 0) {
 		if (out)
@@ -230,7 +229,7 @@ extern void nm_watchdog_switched(uint32_t job_id, uint32_t uid, bool out,
 		*hint = -1;
 		return;
 	}
-	s = &W->slot[i];
+	s = &watchdog.page->slot[i];
 	atomic_store(&s->uid, uid);
 	atomic_store(&s->out, out ? 1 : 0);
 	*hint = i;
@@ -240,24 +239,25 @@ extern void nm_watchdog_forget(uint32_t job_id, int *hint)
 {
 	int i;
 
-	if (W && job_id && (i = slot_of(job_id, false, hint)) >= 0) {
-		atomic_store(&W->slot[i].out, 0);
-		atomic_store(&W->slot[i].job_id, 0);
+	if (watchdog.page && job_id &&
+	    (i = slot_of(job_id, false, hint)) >= 0) {
+		atomic_store(&watchdog.page->slot[i].out, 0);
+		atomic_store(&watchdog.page->slot[i].job_id, 0);
 	}
 	*hint = -1;
 }
 
 extern void nm_watchdog_stop(void)
 {
-	if (wfd < 0)
+	if (watchdog.fd < 0)
 		return;
-	if (write(wfd, "q", 1) != 1)
+	if (write(watchdog.fd, "q", 1) != 1)
 		nm_error("watchdog: cannot tell it to stop: %s", strerror(errno));
-	close(wfd);
-	wfd = -1;
+	close(watchdog.fd);
+	watchdog.fd = -1;
 }
 
 extern int nm_watchdog_pid(void)
 {
-	return (int) wpid;
+	return (int) watchdog.pid;
 }

@@ -16,20 +16,13 @@
 #include <time.h>
 
 #include "src/common/storm_now.h"
+#include "src/common/storm_time.h"
 
 #include "stormctl_now.h"
 #include "stormctl_paths.h"
 
 #define FOLLOW_MIN_MS 20
 #define FOLLOW_MAX_MS 60000
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 static const char *why(int rc)
 {
@@ -56,7 +49,7 @@ static int print_once(const char *path, bool json)
 				path, why(rc));
 		return 1;
 	}
-	storm_now_at(&n, now_ns(CLOCK_REALTIME), &pos);
+	storm_now_at(&n, storm_real_ns(), &pos);
 	if (json)
 		return storm_now_fprint_json(stdout, &n, &pos) ? 1 : 0;
 	printf("slot %u of %u, quantum %llu (%.3f ms), epoch %llu: strobe sent %.3f ms ago covering %u quanta%s\n",
@@ -71,7 +64,7 @@ static int print_once(const char *path, bool json)
 
 static int follow(const char *path, bool json, long ms)
 {
-	uint64_t next = now_ns(CLOCK_MONOTONIC);
+	uint64_t next = storm_mono_ns();
 
 	for (;;) {
 		struct timespec ts;
@@ -80,8 +73,8 @@ static int follow(const char *path, bool json, long ms)
 		if (fflush(stdout))
 			return 1;	/* the reader went away */
 		next += (uint64_t) ms * 1000000ULL;
-		if (next < now_ns(CLOCK_MONOTONIC))
-			next = now_ns(CLOCK_MONOTONIC);
+		if (next < storm_mono_ns())
+			next = storm_mono_ns();
 		ts.tv_sec = next / 1000000000ULL;
 		ts.tv_nsec = next % 1000000000ULL;
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,

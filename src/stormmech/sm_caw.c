@@ -59,7 +59,7 @@ static void fan_out(struct storm_ctx *ctx, struct storm_op *op, int type)
 	for (int i = 0; i < op->tree.nchild; i++)
 		if (sm_send(ctx, op->ch[i].rank, &h, NULL, 0, NULL, -1))
 			sm_fail_child(ctx, op, i);
-	op->deadline_ns = child_deadline(op, sm_now_ns());
+	op->deadline_ns = child_deadline(op, storm_mono_ns());
 }
 
 static void start_next(struct storm_ctx *ctx);
@@ -241,7 +241,7 @@ int storm_caw(storm_ctx_t *ctx, const storm_set_t *set, int var,
 	op->origin_op = op->id;
 	/* the serializer may have a queue in front of us: twice the tree's
 	 * bound before we call it unreachable */
-	op->deadline_ns = sm_now_ns() + 2ull * op->timeout_ms * 1000000ull;
+	op->deadline_ns = storm_mono_ns() + 2ull * op->timeout_ms * 1000000ull;
 	rc = sm_caw_submit_msg(ctx, op, ser);
 	pthread_mutex_unlock(&ctx->lock);
 

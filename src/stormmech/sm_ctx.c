@@ -12,13 +12,6 @@
 
 #include "sm_internal.h"
 
-uint64_t sm_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void default_log(void *arg, storm_log_level_t lvl, const char *msg)
 {
 	static const char *nm[] = { "error", "warn", "info", "debug" };
@@ -271,7 +264,7 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	ctx->rank = c->rank;
 	ctx->log_fn = default_log;
 	ctx->log_max = STORM_LOG_WARN;
-	ctx->next_id = ((uint64_t)(sm_now_ns() ^ ((uint64_t)getpid() << 16)) &
+	ctx->next_id = ((storm_mono_ns() ^ ((uint64_t)getpid() << 16)) &
 			0xffffffull) << 32;
 	for (int i = 0; i < STORM_MAX_RANKS; i++)
 		ctx->peer[i] = FI_ADDR_NOTAVAIL;

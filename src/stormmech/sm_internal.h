@@ -17,6 +17,8 @@
 #include <rdma/fi_errno.h>
 
 #include "stormmech.h"
+/* relative: the library is built without the tree's top in its path */
+#include "../common/storm_time.h"
 
 #define SM_MAGIC    0x4d525453u   /* "STRM" little endian */
 #define SM_VERSION  3   /* 2: client address in every header; 3: xflags */
@@ -273,7 +275,6 @@ static inline bool sm_children_done(const struct storm_op *op)
 /* sm_ctx.c */
 void sm_log(struct storm_ctx *ctx, storm_log_level_t lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-uint64_t sm_now_ns(void);
 
 /* sm_client.c */
 int  sm_client_open(struct storm_ctx *ctx);

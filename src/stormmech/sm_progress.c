@@ -78,7 +78,7 @@ static void handle_comp(struct storm_ctx *ctx, void *opctx, size_t len, int err)
 
 static void timers(struct storm_ctx *ctx)
 {
-	uint64_t now = sm_now_ns();
+	uint64_t now = storm_mono_ns();
 
 	/* deadlines are in ms; one look per 200 us is plenty */
 	if (now - ctx->last_timer_ns < 200000)
@@ -135,7 +135,8 @@ int sm_progress_once(struct storm_ctx *ctx)
 void sm_backoff(struct storm_ctx *ctx, int *spins, uint64_t idle_since,
 		int max_us)
 {
-	if (sm_now_ns() - idle_since < (uint64_t)ctx->cfg.busy_poll_us * 1000) {
+	if (storm_mono_ns() - idle_since <
+	    (uint64_t)ctx->cfg.busy_poll_us * 1000) {
 		sched_yield();
 		return;
 	}
@@ -238,7 +239,7 @@ static int sm_wait_for_thread(struct storm_ctx *ctx, bool (*done)(void *),
 
 	pthread_mutex_lock(&ctx->lock);
 	while (!done(arg)) {
-		uint64_t now = sm_now_ns(), until;
+		uint64_t now = storm_mono_ns(), until;
 		struct timespec ts;
 
 		if (now >= dl) {
@@ -261,7 +262,7 @@ static int sm_wait_for_thread(struct storm_ctx *ctx, bool (*done)(void *),
 int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 	    int timeout_ms)
 {
-	uint64_t start = sm_now_ns(), idle = start;
+	uint64_t start = storm_mono_ns(), idle = start;
 	uint64_t dl = start + (uint64_t)timeout_ms * 1000000ull;
 	int spins = 0;
 
@@ -279,7 +280,7 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 			n = sm_progress_once(ctx);
 			d = done(arg);
 		}
-		uint64_t now = sm_now_ns();
+		uint64_t now = storm_mono_ns();
 		/* Nothing to send and nothing came: the caller drives progress
 		 * (no progress thread), so sleep as the thread would, on the
 		 * CQ fd until a message, a timer or the deadline.  One wake-up
@@ -309,7 +310,7 @@ int sm_wait(struct storm_ctx *ctx, bool (*done)(void *), void *arg,
 
 int storm_progress(storm_ctx_t *ctx, int timeout_us)
 {
-	uint64_t start = sm_now_ns(), idle = start;
+	uint64_t start = storm_mono_ns(), idle = start;
 	uint64_t dl = start + (uint64_t)(timeout_us > 0 ? timeout_us : 0) * 1000;
 	int total = 0, spins = 0;
 
@@ -325,7 +326,7 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
 		if (n < 0)
 			return n;
 		total += n;
-		uint64_t now = sm_now_ns();
+		uint64_t now = storm_mono_ns();
 		if (now >= dl)
 			return total;
 		if (n > 0) {
@@ -340,7 +341,7 @@ int storm_progress(storm_ctx_t *ctx, int timeout_us)
 static void *progress_main(void *arg)
 {
 	struct storm_ctx *ctx = arg;
-	uint64_t idle = sm_now_ns();
+	uint64_t idle = storm_mono_ns();
 	int spins = 0, quiet_us;
 
 	while (atomic_load(&ctx->pthr_run)) {
@@ -354,11 +355,11 @@ static void *progress_main(void *arg)
 			pthread_mutex_unlock(&ctx->lock);
 			if (tell)
 				pthread_cond_broadcast(&ctx->progressed);
-			idle = sm_now_ns();
+			idle = storm_mono_ns();
 			spins = 0;
 		} else if (ctx->kick_fd >= 0 &&
 			   (quiet_us = sm_deep_sleep_us(ctx, idle,
-							sm_now_ns())) > 0) {
+							storm_mono_ns())) > 0) {
 			if (tell)	/* a timer finished an operation */
 				pthread_cond_broadcast(&ctx->progressed);
 			deep_sleep(ctx, quiet_us);

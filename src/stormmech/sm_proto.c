@@ -154,7 +154,7 @@ int sm_flush_pending(struct storm_ctx *ctx)
 			continue;
 		}
 		if (!now)
-			now = sm_now_ns();
+			now = storm_mono_ns();
 		if (!storm_set_has(&ctx->known, tx->dest))
 			rc = -EHOSTUNREACH;
 		else if (tx->op && tx->child >= 0 &&
@@ -275,7 +275,7 @@ int sm_send(struct storm_ctx *ctx, int dest, const struct sm_hdr *h,
 	if (op)
 		op->refs++;
 	if (rc == -FI_EAGAIN) {
-		tx->queued_ns = sm_now_ns();
+		tx->queued_ns = storm_mono_ns();
 		if (ctx->pend_tail)
 			ctx->pend_tail->next = tx;
 		else

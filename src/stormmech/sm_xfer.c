@@ -225,7 +225,7 @@ static void check_done(struct storm_ctx *ctx, struct storm_op *op)
 			return;
 		}
 		op->phase = SM_P_WAIT_COMMIT;
-		op->gc_ns = sm_now_ns() + 2ull * op->timeout_ms * 1000000ull;
+		op->gc_ns = storm_mono_ns() + 2ull * op->timeout_ms * 1000000ull;
 		return;
 	}
 	if (!on_arrival) {
@@ -301,7 +301,7 @@ static int xfer_begin(storm_ctx_t *ctx, const storm_set_t *set,
 	op->remote_ev = rev;
 	op->xflags = flags;
 	sm_tree_build(set, ctx->rank, op->arity, ctx->rank, &op->tree);
-	op->deadline_ns = child_deadline(op, sm_now_ns());
+	op->deadline_ns = child_deadline(op, storm_mono_ns());
 	if (member) {
 		op->dst = ctx->region + off;
 		if (len && op->dst != (const uint8_t *)src)
@@ -351,7 +351,7 @@ int storm_xfer_supply(storm_op_t *op, uint64_t avail)
 		op->prefix = op->nhave = whole;
 		/* the children's clock runs from the latest data: a slow
 		 * source is not a dead child */
-		op->deadline_ns = child_deadline(op, sm_now_ns());
+		op->deadline_ns = child_deadline(op, storm_mono_ns());
 		pump(ctx, op);
 		check_done(ctx, op);
 		sm_kick_sleeper(ctx);
@@ -496,7 +496,7 @@ static struct storm_op *new_member_op(struct storm_ctx *ctx,
 		sm_op_finish(ctx, op, -ENOMEM);
 		return NULL;
 	}
-	uint64_t now = sm_now_ns();
+	uint64_t now = storm_mono_ns();
 	op->deadline_ns = child_deadline(op, now);
 	op->gc_ns = now + 2ull * op->timeout_ms * 1000000ull;
 	init_children(ctx, op);
@@ -553,7 +553,7 @@ static void rx_data(struct storm_ctx *ctx, const struct sm_hdr *h,
 	op->nhave++;
 	while (op->prefix < op->nchunks && op->have[op->prefix])
 		op->prefix++;
-	uint64_t now = sm_now_ns();
+	uint64_t now = storm_mono_ns();
 	op->gc_ns = now + 2ull * op->timeout_ms * 1000000ull;
 	/* the children's clock starts when this node holds everything: a
 	 * slow stream on a loaded host is not a dead child */
@@ -666,7 +666,7 @@ void sm_xfer_tx_done(struct storm_ctx *ctx, struct sm_tx *tx, int err)
 			 * here (the root gets the whole timeout, a node at
 			 * depth d (H-d)/H of it) */
 			if (!err && op->nhave == op->nchunks && all_sent(op))
-				op->deadline_ns = child_deadline(op, sm_now_ns());
+				op->deadline_ns = child_deadline(op, storm_mono_ns());
 			if (op->phase == SM_P_RUN) {
 				if (op->kind == SM_K_XFER)
 					pump(ctx, op);

@@ -2,12 +2,15 @@
  * test_storm_clock.c - announced instants (src/common/storm_clock.c): the
  * four-timestamp sample, the least-delay filter, when an estimate is good
  * enough for a quantum, the conversion of an instant to a node's clock,
- * the instants of a strobe's timed switches, and the lead.
+ * the instants of a strobe's timed switches, and the lead; and the clock
+ * readers every part shares (src/common/storm_time.h).
  */
 #include <check.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "src/common/storm_clock.h"
+#include "src/common/storm_time.h"
 
 #include "check_run.h"
 
@@ -178,6 +181,64 @@ START_TEST(delivery_rises_at_once_and_decays)
 }
 END_TEST
 
+/* A clock reading as clock_gettime() gives it, in ns. */
+static uint64_t read_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	ck_assert_int_eq(clock_gettime(clk, &ts), 0);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+START_TEST(readers_are_the_clocks_in_ns)
+{
+	/* each reader lies between two direct readings of its clock */
+	uint64_t a = read_ns(CLOCK_MONOTONIC), m = storm_mono_ns();
+	uint64_t b = read_ns(CLOCK_MONOTONIC);
+
+	ck_assert_uint_le(a, m);
+	ck_assert_uint_le(m, b);
+	a = read_ns(CLOCK_REALTIME);
+	m = storm_real_ns();
+	b = read_ns(CLOCK_REALTIME);
+	ck_assert_uint_le(a, m);
+	ck_assert_uint_le(m, b);
+	a = read_ns(CLOCK_MONOTONIC);
+	m = storm_time_ns(CLOCK_MONOTONIC);
+	b = read_ns(CLOCK_MONOTONIC);
+	ck_assert_uint_le(a, m);
+	ck_assert_uint_le(m, b);
+	/* an id that names no clock reads as 0, not as garbage */
+	ck_assert_uint_eq(storm_time_ns((clockid_t) 0x7fff), 0);
+}
+END_TEST
+
+START_TEST(readers_agree_on_units)
+{
+	uint64_t a = read_ns(CLOCK_MONOTONIC), us = storm_mono_us();
+	double ms = storm_mono_ms();
+	uint64_t b = read_ns(CLOCK_MONOTONIC);
+
+	ck_assert_uint_le(a / 1000, us);
+	ck_assert_uint_le(us, b / 1000);
+	ck_assert(ms >= (double) (a / 1000000));
+	ck_assert(ms <= (double) (b / 1000000 + 1));
+}
+END_TEST
+
+START_TEST(monotonic_never_goes_back)
+{
+	uint64_t last = storm_mono_ns();
+
+	for (int i = 0; i < 10000; i++) {
+		uint64_t now = storm_mono_ns();
+
+		ck_assert_uint_ge(now, last);
+		last = now;
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storm_clock");
@@ -193,6 +254,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, switch_instants_of_a_strobe);
 	tcase_add_test(tc, lead_follows_delivery_within_bounds);
 	tcase_add_test(tc, delivery_rises_at_once_and_decays);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("readers");
+	tcase_add_test(tc, readers_are_the_clocks_in_ns);
+	tcase_add_test(tc, readers_agree_on_units);
+	tcase_add_test(tc, monotonic_never_goes_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

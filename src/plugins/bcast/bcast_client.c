@@ -39,6 +39,7 @@
 
 #include "bcast_client.h"
 #include "src/common/storm_bcast.h"
+#include "src/common/storm_time.h"
 
 extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 				  char *err, size_t errlen)
@@ -67,14 +68,6 @@ extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 		return -1;
 	}
 	return 0;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* The relay: the step's first node, its address and its index in the
@@ -224,7 +217,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	struct stat st;
 	int fd = -1, sock = -1, rc = -1, index = 0, nnodes = 0, port, io = 0;
 	uint64_t timeout_ms = conf->timeout_us / 1000;
-	double t0 = now_ms(), t_conn, t_sent;
+	double t0 = storm_mono_ms(), t_conn, t_sent;
 	munge_err_t me;
 	off_t off = 0;
 
@@ -282,7 +275,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			 relay, addr, port, strerror(-sock));
 		goto done;
 	}
-	t_conn = now_ms();
+	t_conn = storm_mono_ms();
 	/* The relay bounds each of its own waits by Timeout (the manifest,
 	 * two confirmations, the data once it stops flowing). */
 	set_timeout(sock, SO_SNDTIMEO, timeout_ms);
@@ -311,7 +304,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		if (n <= 0)
 			break;	/* the relay may have said why: read on */
 	}
-	t_sent = now_ms();
+	t_sent = storm_mono_ms();
 	if ((io = storm_bcast_io(sock, &rep, sizeof(rep), false)))
 		goto lost;
 	if (ntohl(rep.magic) != STORM_RELAY_REP_MAGIC ||
@@ -342,7 +335,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		fprintf(stderr, "storm-bcast: file=%s bytes=%" PRIu64 " nodes=%d "
 			"setup_ms=%.3f send_ms=%.3f %s transfer_ms=%.3f\n",
 			req->path, size, nnodes, t_conn - t0, t_sent - t_conn,
-			rmsg, now_ms() - t0);
+			rmsg, storm_mono_ms() - t0);
 	goto done;
 lost:
 	snprintf(err, errlen, "the node manager of %s (the step's first node, %s:%d) stopped answering: %s",

@@ -1,7 +1,8 @@
 /*
  * compat.h - what the STORM plugins need that differs between Slurm
  * versions.  One implementation per version (compat_MMmm.c, chosen by
- * configure); the plugins call these instead of testing versions.
+ * configure) holds only what differs; compat.c what does not.  The
+ * plugins call these instead of testing versions.
  */
 #ifndef STORM_COMPAT_H
 #define STORM_COMPAT_H

@@ -7,8 +7,6 @@
 
 #include "compat.h"
 
-const char storm_compat_slurm_version[] = SLURM_VERSION_STRING;
-
 extern bool storm_compat_ctld_reexec(void)
 {
 	/* 22.05 reconfigures in place: init() runs only at start */

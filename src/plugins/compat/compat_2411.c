@@ -10,8 +10,6 @@
 
 #include "compat.h"
 
-const char storm_compat_slurm_version[] = SLURM_VERSION_STRING;
-
 extern bool storm_compat_ctld_reexec(void)
 {
 	return getenv("SLURMCTLD_RECONF") != NULL;

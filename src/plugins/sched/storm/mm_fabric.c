@@ -110,7 +110,7 @@ static void learn_nodes(mm_t *mm, char *host, size_t hostlen)
 		 * fabric was rejoined): still ours to return to service */
 		mm->nodes[i].drain_ours = mm->nodes[i].drained =
 			nr && mm_return_drained_by_us(nr);
-		mm->nodes[i].drain_ours_ns = mm_now_ns(CLOCK_MONOTONIC);
+		mm->nodes[i].drain_ours_ns = storm_mono_ns();
 	}
 	snprintf(host, hostlen, "%s",
 		 (slurm_conf.control_cnt && slurm_conf.control_addr &&

@@ -24,5 +24,5 @@ extern const storm_node_report_t *mm_heartbeat_report(const mm_t *mm, int i)
 
 extern void mm_heartbeat_heard(mm_t *mm, int i)
 {
-	atomic_store(&mm->nodes[i].ack_heard_ns, mm_now_ns(CLOCK_MONOTONIC));
+	atomic_store(&mm->nodes[i].ack_heard_ns, storm_mono_ns());
 }

@@ -185,7 +185,7 @@ static void listen_once(mm_listener_t *l)
 {
 	mm_t *mm = l->mm;
 	int passes = MM_LISTENER_PASSES;
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 
 	/* the silence bookkeeping's last tick is the last pass's end */
 	if (l->silence.last_tick_ns &&
@@ -194,8 +194,8 @@ static void listen_once(mm_listener_t *l)
 	for (int k = 0; k < passes; k++)
 		if (storm_progress(mm->ctx, 0) <= 0)
 			break;
-	take_in(l, mm_now_ns(CLOCK_MONOTONIC));
-	now = mm_now_ns(CLOCK_MONOTONIC);
+	take_in(l, storm_mono_ns());
+	now = storm_mono_ns();
 	log_tick(l, mm_silence_tick(&l->silence, now), now);
 	publish(l);
 	drain_due(l);
@@ -204,11 +204,11 @@ static void listen_once(mm_listener_t *l)
 static void *listener_main(void *arg)
 {
 	mm_listener_t *l = arg;
-	uint64_t next = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t next = storm_mono_ns();
 
 	set_prio(l, MM_LISTENER_PRIO);
 	while (atomic_load(&l->run)) {
-		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = storm_mono_ns();
 
 		/* never catch up: a late pass is a stall, handled once */
 		next += l->tick_ns;

@@ -33,6 +33,7 @@
 
 #include "src/common/storm_clock.h"
 #include "src/common/storm_gang.h"
+#include "src/common/storm_time.h"
 
 #include "mm_fabric.h"
 #include "mm_offset.h"
@@ -51,18 +52,13 @@ typedef struct mm_offsets {
 	uint64_t delivery_ns, lead_ns;
 } mm_offsets_t;
 
-static uint64_t now_rt(void)
-{
-	return mm_now_ns(CLOCK_REALTIME);
-}
-
 /* The fabric's receive callback (ctx locked, on this thread while it
  * drives progress): a clock reply lands in its rank's place. */
 static void on_reply(void *arg, int root, uint64_t offset, uint64_t len,
 		     void *dst)
 {
 	mm_offsets_t *o = arg;
-	uint64_t t4 = now_rt();
+	uint64_t t4 = storm_real_ns();
 	storm_gang_clock_rep_t r;
 	mm_offset_node_t *n;
 	int rank;
@@ -173,7 +169,7 @@ extern void mm_offset_probe(mm_t *mm, uint64_t now)
 	o->req.seq = o->req.seq_check = ++o->seq;
 	o->req.prev_seq = n->rep_seq;
 	o->req.prev_t4 = n->rep_t4;
-	o->req.t1 = n->t1_sent = now_rt();
+	o->req.t1 = n->t1_sent = storm_real_ns();
 	n->seq_sent = o->req.seq;
 	pthread_mutex_unlock(&o->lock);
 	storm_set_clear(&one);

@@ -129,10 +129,10 @@ static mm_sample_t *take_sample(mm_sampler_t *sp)
 	slurmctld_lock_t job_read = { .conf = READ_LOCK, .job = READ_LOCK,
 				      .node = READ_LOCK, .part = READ_LOCK };
 	mm_sample_t *s = xmalloc(sizeof(*s));
-	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC), t1;
+	uint64_t t0 = storm_mono_ns(), t1;
 
 	lock_slurmctld(job_read);
-	t1 = mm_now_ns(CLOCK_MONOTONIC);
+	t1 = storm_mono_ns();
 	copy_locked(s);
 	unlock_slurmctld(job_read);
 	s->locked_ns = t1;

@@ -52,7 +52,7 @@ static void strobe_fill(const mm_t *mm, storm_gang_strobe_t *s, uint32_t slot,
 	s->quantum_us = mm->conf.timeslice_us;
 	s->failsafe_us = mm->conf.failsafe_us;
 	s->mm_id = mm->mm_id;
-	s->sent_ns = mm_now_ns(CLOCK_REALTIME);
+	s->sent_ns = storm_real_ns();
 	s->nquanta = nq;
 	s->nslots = mm->matrix.nslots > 0 ? (uint32_t) mm->matrix.nslots : 1;
 	s->next_in_us = next_in_ns / 1000;

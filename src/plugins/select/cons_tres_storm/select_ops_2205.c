@@ -65,17 +65,6 @@ _Static_assert(sizeof(base_syms) / sizeof(base_syms[0]) ==
 	       sizeof(slurm_select_ops_t) / sizeof(void *),
 	       "base_syms must name every slurm_select_ops_t member");
 
-extern int select_p_job_init(List job_list)
-{
-	storm_select_jobs_restored(job_list);
-	return base.job_init(job_list);
-}
-
-extern int select_p_node_init(void)
-{
-	return base.node_init();
-}
-
 /* job_test's other arguments, for storm_select_job_test's tries */
 typedef struct {
 	job_record_t *job_ptr;

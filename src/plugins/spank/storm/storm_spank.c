@@ -58,22 +58,32 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
+#ifdef STORM_SPANK_HANDOVER
 	if (spank_context() == S_CTX_LOCAL)
 		return storm_launch_srun_post_opt(sp, ac, av);
+#endif
 	return 0;
 }
 
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
 	storm_srun_local_user_init(sp, ac, av);
+#ifdef STORM_SPANK_HANDOVER
 	return storm_launch_srun_local_user_init(sp, ac, av);
+#else
+	return 0;
+#endif
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	if (storm_stepd_task_init(sp, ac, av))
 		return -1;
+#ifdef STORM_SPANK_HANDOVER
 	return storm_launch_task_exec(sp, ac, av);
+#else
+	return 0;
+#endif
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
@@ -90,7 +100,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	if (spank_context() == S_CTX_REMOTE)
 		return storm_stepd_exit(sp, ac, av);
+#ifdef STORM_SPANK_HANDOVER
 	if (spank_context() == S_CTX_LOCAL)
 		return storm_launch_srun_exit(sp, ac, av);
+#endif
 	return 0;
 }

@@ -25,9 +25,11 @@ extern int storm_stepd_task_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_exit(spank_t sp, int ac, char **av);
 extern int storm_job_epilog(spank_t sp, int ac, char **av);
 
-/* The executable's hand-over in srun and its exec on the nodes, one file
- * per Slurm version (launch_MMmm.c): nothing in 22.05, where launch/storm
- * does it; everything from 23.02 on, where launch plugins are gone. */
+/* The executable's hand-over in srun and its exec on the nodes, where
+ * launch plugins are gone (23.02 on): one file per Slurm version
+ * (launch_MMmm.c), built with STORM_SPANK_HANDOVER defined.  Where they
+ * remain (22.05) launch/storm does it, and the plugin calls none of
+ * these. */
 extern int storm_launch_srun_post_opt(spank_t sp, int ac, char **av);
 extern int storm_launch_srun_local_user_init(spank_t sp, int ac, char **av);
 extern int storm_launch_srun_exit(spank_t sp, int ac, char **av);
