@@ -58,12 +58,12 @@ static int open_ctx(struct h_shared *sh, const storm_cfg_t *tmpl, int rank,
 		    storm_ctx_t **ctx)
 {
 	storm_cfg_t cfg = *tmpl;
-	int base = 20000 + (int)(getpid() % 2000) * 16;
+	/* below Linux's ephemeral range (32768 up), where outgoing connections
+	 * of other tests and clusters on the host take their ports */
+	int base = 20000 + (int)(getpid() % 700) * 16;
 	cfg.rank = rank;
-	for (int tries = 0; tries < 20; tries++) {
-		cfg.port = base + (tries * 7919) % 40000;
-		if (cfg.port > 65000)
-			cfg.port -= 40000;
+	for (int tries = 0; tries < 50; tries++) {
+		cfg.port = 20000 + (base - 20000 + tries * 7919) % 12000;
 		/* ctx open logs bind failures; keep quiet while retrying */
 		if (storm_ctx_open(&cfg, ctx) == 0) {
 			storm_set_log_fn(*ctx, quiet_log, NULL,

@@ -83,7 +83,7 @@ extern void mm_account_gap(mm_t *mm, uint64_t t0, uint64_t due)
 
 extern void mm_account_lap(mm_t *mm, int step, uint64_t *t)
 {
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 
 	mm->clk.step_ns[step] = now - *t;
 	*t = now;

@@ -29,13 +29,13 @@ extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 	 * (mm_listener.h) */
 	if (mm->nodes[rank].quiet)
 		return 0;
-	t0 = mm_now_ns(CLOCK_MONOTONIC);
+	t0 = storm_mono_ns();
 	storm_set_clear(&one);
 	storm_set_add(&one, rank);
 	rc = storm_caw(mm->ctx, &one, STORM_GANG_VAR_APPLIED, STORM_GE, want,
 		       -1, 0, &unreach);
 	if (us)
-		*us = (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000;
+		*us = (storm_mono_ns() - t0) / 1000;
 	return rc;
 }
 
@@ -45,7 +45,7 @@ static void take_out(mm_t *mm, int i)
 	mm_node_t *n = &mm->nodes[i];
 
 	n->live = false;
-	n->out_ns = mm_now_ns(CLOCK_MONOTONIC);
+	n->out_ns = storm_mono_ns();
 	n->next_probe_ns = 0;
 }
 
@@ -76,7 +76,7 @@ extern void mm_faults_acked(mm_t *mm, int i)
 	n->drained = false;
 	n->failed_probes = 0;
 	n->acked_once = true;
-	n->last_ack_ns = mm_now_ns(CLOCK_MONOTONIC);
+	n->last_ack_ns = storm_mono_ns();
 	mm_heartbeat_heard(mm, i);
 }
 
@@ -129,7 +129,7 @@ static void confirm_incomplete(mm_t *mm, int rc, const storm_set_t *unreach,
 extern void mm_faults_confirm(mm_t *mm)
 {
 	storm_set_t live, unreach;
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 	int rc;
 
 	if (now < mm->confirm_pause_until)
@@ -194,7 +194,7 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 			continue;
 		}
 		/* heard again from here on, before it is probed early */
-		n->out_ns = mm_now_ns(CLOCK_MONOTONIC);
+		n->out_ns = storm_mono_ns();
 		n->next_probe_ns = n->out_ns +
 				   mm_rules_probe_backoff_ns(++n->failed_probes);
 		if (mm_rules_forget_peer(n->failed_probes))
@@ -254,7 +254,7 @@ static bool is_suspect(const mm_t *mm, int i, uint64_t now)
 
 extern bool mm_faults_to_drain(mm_t *mm)
 {
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 
 	for (int i = 0; i < mm->nnodes; i++)
 		if (is_suspect(mm, i, now))
@@ -289,11 +289,11 @@ static bool drain_one(mm_t *mm, int i, char *reason)
 {
 	slurmctld_lock_t node_write = { .conf = READ_LOCK, .job = WRITE_LOCK,
 					.node = WRITE_LOCK, .fed = READ_LOCK };
-	uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC), waited;
+	uint64_t t0 = storm_mono_ns(), waited;
 	int rc;
 
 	lock_slurmctld(node_write);
-	waited = (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+	waited = (storm_mono_ns() - t0) / 1000000;
 	rc = drain_nodes(mm->node_names[i], reason, slurm_conf.slurm_user_id);
 	unlock_slurmctld(node_write);
 	if (rc == SLURM_SUCCESS) {
@@ -301,7 +301,7 @@ static bool drain_one(mm_t *mm, int i, char *reason)
 		info("%s: drained %s: %s (after %" PRIu64 " ms for slurmctld's locks)",
 		     MM_PREFIX, mm->node_names[i], reason, waited);
 		atomic_store(&mm->nodes[i].drain_ours_ns,
-			     mm_now_ns(CLOCK_MONOTONIC));
+			     storm_mono_ns());
 		mm->nodes[i].drain_ours = true;
 		atomic_fetch_add(&mm->stats.drains, 1);
 	} else {
@@ -331,7 +331,7 @@ static bool claim(mm_t *mm, int i)
  */
 extern void mm_faults_drain(mm_t *mm)
 {
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 
 	for (int i = 0; i < mm->nnodes; i++) {
 		if (!is_suspect(mm, i, now) || !claim(mm, i))

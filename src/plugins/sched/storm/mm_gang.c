@@ -144,7 +144,7 @@ static void take_config(mm_t *mm)
 	}
 	/* the new quantum starts now, not at the old schedule's next
 	 * boundary (up to an old quantum away) */
-	mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
+	mm->clk.next = storm_mono_ns();
 	/* and the measured period starts over: an average across two
 	 * quanta of different lengths says nothing */
 	mm->clk.last_start = 0;
@@ -174,7 +174,7 @@ static bool fabric_ready(mm_t *mm)
  * second between heartbeats). */
 static void step_probe_latency(mm_t *mm)
 {
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 	uint64_t every = mm->last_heartbeat ? MM_IDLE_ACK_PROBE_NS :
 					      MM_ACK_PROBE_NS;
 
@@ -190,13 +190,13 @@ static void step_probe_latency(mm_t *mm)
 static void step_confirm(mm_t *mm, uint64_t *now)
 {
 	if (mm->nquanta && !mm->last_heartbeat) {
-		uint64_t t0 = mm_now_ns(CLOCK_MONOTONIC);
+		uint64_t t0 = storm_mono_ns();
 
 		mm_faults_confirm(mm);
 		mm_account_cost(&mm->stats.caw_us, &mm->stats.caw_hist,
-			     (mm_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
+			     (storm_mono_ns() - t0) / 1000);
 	}
-	*now = mm_now_ns(CLOCK_MONOTONIC);
+	*now = storm_mono_ns();
 	mm_faults_take_out(mm);
 	mm_faults_watch_dead(mm, *now);
 	/* slurmctld's locks (the drains, the returns): see mm_prio.c */
@@ -242,7 +242,7 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 	mm->span = mm->matrix.nslots > 1 ?
 		   storm_conf_quanta_per_strobe(&mm->conf) : 1;
 	mm->epoch++;
-	t0 = mm_now_ns(CLOCK_MONOTONIC);
+	t0 = storm_mono_ns();
 	mm_account_gap(mm, t0, strobe_period_ns(mm->clk.last_switching,
 						mm->clk.last_span, q_ns));
 	mm->span_start = t0;
@@ -252,7 +252,7 @@ static uint64_t step_strobe(mm_t *mm, uint64_t q_ns)
 		for (int i = 0; i < mm->nnodes; i++)
 			if (mm_fabric_in_set(mm, i))
 				mm_faults_acked(mm, i);
-	t1 = mm_now_ns(CLOCK_MONOTONIC);
+	t1 = storm_mono_ns();
 	mm_account_cost(&mm->stats.strobe_us, &mm->stats.strobe_hist,
 		     (t1 - t0) / 1000);
 	mm_offset_strobe_took(mm, t1 - t0);
@@ -287,7 +287,7 @@ static void sleep_until(uint64_t ns)
 static void strobe_rest_of_span(mm_t *mm)
 {
 	uint64_t q_ns = mm->conf.timeslice_us * 1000ULL, due;
-	uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = storm_mono_ns();
 	int nslots = mm->matrix.nslots > 0 ? mm->matrix.nslots : 1;
 	uint32_t k = 0;
 
@@ -313,7 +313,7 @@ static bool sleep_tick(mm_t *mm)
 	slurm_mutex_unlock(&mm->mutex);
 	if (!wake) {
 		uint64_t left = mm->jobs_left;
-		uint64_t now = mm_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = storm_mono_ns();
 
 		if (mm_jobs_rebuild(mm))	/* keeps cur_slot < nslots */
 			mm_jobs_build_table(mm);
@@ -347,11 +347,11 @@ static void step_sleep(mm_t *mm, uint64_t q_ns)
 
 	/* never try to catch up */
 	mm->clk.next += strobe_period_ns(mm->matrix.nslots > 1, mm->span, q_ns);
-	if (mm->clk.next < mm_now_ns(CLOCK_MONOTONIC))
-		mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
+	if (mm->clk.next < storm_mono_ns())
+		mm->clk.next = storm_mono_ns();
 	mm_prio_rt(mm, true);
 	for (;;) {
-		now = mm_now_ns(CLOCK_MONOTONIC);
+		now = storm_mono_ns();
 		if (now >= mm->clk.next)
 			return;
 		if (mm->clk.next - now <= MM_REBUILD_NS) {
@@ -370,7 +370,7 @@ static void quantum(mm_t *mm)
 	uint64_t q_ns = mm->conf.timeslice_us * 1000ULL, now, t;
 
 	mm_prio_rt(mm, true);
-	t = mm_now_ns(CLOCK_MONOTONIC);
+	t = storm_mono_ns();
 	step_probe_latency(mm);
 	mm_account_lap(mm, MM_STEP_PROBE, &t);
 	step_confirm(mm, &now);
@@ -403,12 +403,12 @@ static void *mm_main(void *arg)
 {
 	mm_t *mm = arg;
 
-	mm->mm_id = mm_now_ns(CLOCK_REALTIME) / 1000;
-	mm->start_ns = mm_now_ns(CLOCK_MONOTONIC);
+	mm->mm_id = storm_real_ns() / 1000;
+	mm->start_ns = storm_mono_ns();
 	mm->epoch = mm->mm_id;
 	memset(&mm->clk, 0, sizeof(mm->clk));
 	mm->clk.last_span = 1;
-	mm->clk.next = mm_now_ns(CLOCK_MONOTONIC);
+	mm->clk.next = storm_mono_ns();
 	info("sched/storm: machine manager thread started (mm)");
 	mm_status_now_open(mm);
 

@@ -140,8 +140,4 @@ typedef struct mm {
 	storm_now_writer_t now;		/* the last strobe, for readers */
 } mm_t;
 
-/* The clock by its id (storm_time.h): the name mm_gang.c and mm_faults.c
- * still call; the other files call storm_time.h's readers. */
-#define mm_now_ns(clk) storm_time_ns(clk)
-
 #endif /* STORM_MM_STATE_H */
