@@ -309,7 +309,7 @@ def program(name):
     exe = os.path.join(builddir(), "testsuite", "bench", name)
     if not os.access(exe, os.X_OK):
         raise SystemExit("%s: no %s: run make first (./configure && make, or "
-                         "contribs/bootstrap.sh; STORM_BUILDDIR for a build elsewhere)"
+                         "scripts/bootstrap.sh; STORM_BUILDDIR for a build elsewhere)"
                          % (os.path.basename(sys.argv[0]), exe))
     return exe
 

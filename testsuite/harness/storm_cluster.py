@@ -34,8 +34,8 @@ TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")
 
 # The Slurm every cluster runs: STORM_SLURM=22.05 (default) is Debian 12's
 # packages and the plugins built in the source tree; STORM_SLURM=24.11 is
-# the prefix contribs/slurm-24.11.sh builds and the plugins built in
-# build-24.11 (contribs/bootstrap.sh --slurm=24.11).
+# the prefix scripts/slurm-24.11.sh builds and the plugins built in
+# build-24.11 (scripts/bootstrap.sh --slurm=24.11).
 SLURM_VERSION = os.environ.get("STORM_SLURM", "22.05")
 if SLURM_VERSION == "22.05":
     SLURM_PREFIX = "/usr"
@@ -60,7 +60,7 @@ def slurm_env(env=None):
     env["PATH"] = "%s:%s:%s" % (SLURM_BIN, SLURM_SBIN, env.get("PATH", ""))
     return env
 
-# Installed STORM instead of a build tree (contribs/run-package-test runs
+# Installed STORM instead of a build tree (scripts/run-package-test runs
 # the system tests against the Debian packages this way):
 #   STORM_PLUGINDIR  the STORM plugins' directory (default <builddir>/plugins)
 #   STORM_BINDIR     where stormctl is (default <builddir>/src/stormctl)
@@ -465,7 +465,7 @@ class Cluster:
         ports, its node-local RAM disk and its log directory."""
         local = "BcastDir=%s\nNMLogFile=%s\n" % (
             self.path("local", "storm"), self.path("log", "storm-nm-%n.log"))
-        # contribs/run-sanitized: every node runs the sanitized storm-nm
+        # scripts/run-sanitized: every node runs the sanitized storm-nm
         if os.environ.get("STORM_TEST_NODE_MANAGER"):
             local += "NodeManager=%s\n" % os.environ["STORM_TEST_NODE_MANAGER"]
         if self.net:

@@ -1,6 +1,6 @@
 """The cluster runs the STORM files it was pointed at, and only those: a
 build tree's (the default) or an installed package's (STORM_PLUGINDIR,
-STORM_BINDIR, STORM_PLUGSTACK; contribs/run-package-test)."""
+STORM_BINDIR, STORM_PLUGSTACK; scripts/run-package-test)."""
 import os
 import re
 

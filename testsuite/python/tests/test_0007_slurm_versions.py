@@ -12,9 +12,9 @@ import pytest
 from conftest import LOGROOT
 from storm_cluster import SLURM_VERSION, TOP_SRCDIR, Cluster, ClusterError
 
-BUILDS = {"22.05": (TOP_SRCDIR, "contribs/bootstrap.sh"),
+BUILDS = {"22.05": (TOP_SRCDIR, "scripts/bootstrap.sh"),
           "24.11": (os.path.join(TOP_SRCDIR, "build-24.11"),
-                    "contribs/bootstrap.sh --slurm=24.11")}
+                    "scripts/bootstrap.sh --slurm=24.11")}
 OTHER = "24.11" if SLURM_VERSION == "22.05" else "22.05"
 
 

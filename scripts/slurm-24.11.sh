@@ -10,7 +10,7 @@
 # checked here against the index.  The tree is configured with Debian 12's
 # munge and PMIx and built with only the parts the daemons and tests use.
 #
-# usage: contribs/slurm-24.11.sh [DEST]
+# usage: scripts/slurm-24.11.sh [DEST]
 #   prints "SRC PREFIX" (the configured source tree and the install prefix)
 # DEST defaults to $STORM_SLURM24_CACHE or /var/cache/storm/slurm-24.11.
 # Re-running is cheap: a complete build is reused.

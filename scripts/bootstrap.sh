@@ -3,10 +3,10 @@
 # Idempotent: packages already present are not reinstalled, a configured
 # build tree is reused.  Run as root from anywhere.
 #
-#   contribs/bootstrap.sh [--werror] [--slurm=24.11]
+#   scripts/bootstrap.sh [--werror] [--slurm=24.11]
 #
 # By default it builds in the source tree against Debian 12's Slurm 22.05.
-# --slurm=24.11 builds Slurm 24.11 into its own prefix (contribs/slurm-24.11.sh,
+# --slurm=24.11 builds Slurm 24.11 into its own prefix (scripts/slurm-24.11.sh,
 # cached) and the plugins against it in build-24.11/, a copy of this tree
 # (automake refuses a second build directory beside a tree configured in
 # place); the harness runs it with STORM_SLURM=24.11.
@@ -18,7 +18,7 @@ for a in "$@"; do
 	case $a in
 	--werror) werror=--enable-werror ;;
 	--slurm=22.05|--slurm=24.11) slurm=${a#--slurm=} ;;
-	*) echo "usage: contribs/bootstrap.sh [--werror] [--slurm=22.05|24.11]" >&2; exit 2 ;;
+	*) echo "usage: scripts/bootstrap.sh [--werror] [--slurm=22.05|24.11]" >&2; exit 2 ;;
 	esac
 done
 log() { echo "bootstrap: $*" >&2; }
@@ -32,7 +32,7 @@ packages=(
 	libfabric-dev libfabric-bin libpmix-dev openmpi-bin libopenmpi-dev
 	# build: autotools, compiler, Check; dpkg-dev for apt-get source
 	build-essential autoconf automake libtool pkg-config check dpkg-dev
-	# the Debian packages (contribs/run-package-test) and the RPM spec's check
+	# the Debian packages (scripts/run-package-test) and the RPM spec's check
 	debhelper lintian rpm
 	# the broadcast checksum (XXH3, header-only use)
 	libxxhash-dev
@@ -56,7 +56,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "$slurm" = 24.11 ]; then
-	read -r slurm_src slurm_prefix < <("$top/contribs/slurm-24.11.sh") ||
+	read -r slurm_src slurm_prefix < <("$top/scripts/slurm-24.11.sh") ||
 		{ log "building Slurm 24.11 failed"; exit 1; }
 	[ -n "$slurm_prefix" ] || { log "building Slurm 24.11 failed"; exit 1; }
 	build=$top/build-24.11
@@ -80,7 +80,7 @@ if [ "$slurm" = 24.11 ]; then
 fi
 
 cd "$top"
-slurm_src=$("$top/contribs/slurm-source.sh")
+slurm_src=$("$top/scripts/slurm-source.sh")
 if [ ! -f Makefile ] || [ configure.ac -nt configure ] || \
    ! grep -q -- "with-slurm-source=$slurm_src" config.log 2>/dev/null || \
    { [ -n "$werror" ] && ! grep -q -- "--enable-werror" config.log; }; then

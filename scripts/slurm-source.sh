@@ -6,7 +6,7 @@
 # headers, so we need the exact source the Debian package was built from,
 # with Debian's patches applied, configured with Debian's flags.
 #
-# usage: contribs/slurm-source.sh [DEST]      (prints the tree's path on stdout)
+# usage: scripts/slurm-source.sh [DEST]      (prints the tree's path on stdout)
 # DEST defaults to $STORM_SLURM_CACHE or /var/cache/storm/slurm-src.
 # Re-running is cheap: a tree configured for the installed version is reused.
 set -euo pipefail
