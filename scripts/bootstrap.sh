@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Install what STORM for Slurm needs on Debian 12, then configure and build.
 # Idempotent: packages already present are not reinstalled, a configured
 # build tree is reused.  Run as root from anywhere.

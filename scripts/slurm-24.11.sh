@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Build Slurm 24.11 from Debian 13's upstream tarball into a prefix of its own,
 # beside Debian 12's Slurm 22.05 packages, so the plugins can be built and
 # tested against both versions from one tree.

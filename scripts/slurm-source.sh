@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Obtain and configure the Slurm source tree that matches the installed Slurm.
 #
 # Slurm accepts a plugin only if its major, minor AND micro version equal the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_workload.c - the RMS gang-scheduling study's micro-benchmark, for
  * admins to evaluate time-sharing policies on their own cluster.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The STORM for Slurm demo: one 8-node cluster on this host, driven through
 srun and sbatch, printing what each step did, then a table of what it
 measured, STORM beside stock Slurm."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_bcast.h - the file broadcast protocol between srun (the STORM
  * launch plugin) and the node managers.  Header only: srun and storm-nm

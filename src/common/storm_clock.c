@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_clock.c - announced switch instants and the clock-offset filter
  * (storm_clock.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_clock.h - announced switch instants: the arithmetic both ends of
  * gang scheduling share.  No Slurm headers, no clocks read here: every

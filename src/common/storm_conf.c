@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_conf.c - storm.conf parser (see storm_conf.h and storm.conf(5)).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_conf.h - storm.conf, the STORM plugins' configuration file.
  *

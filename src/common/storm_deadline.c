@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_deadline.c - storm_deadline.h: monotonic deadlines and condition
  * variables.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_deadline.h - timed waits (the node manager's threads, the plugins'): a deadline on the
  * monotonic clock and a condition variable that waits on that clock, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_gang.h - what the Machine Manager (slurmctld) and the node managers
  * exchange for gang scheduling over libstormmech.  No Slurm headers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_hist.h - fixed-bucket histograms of durations, kept where the
  * durations are measured (the Machine Manager's strobes and confirmations,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_mutex.c - priority-inheriting mutexes (storm_mutex.h).
  */

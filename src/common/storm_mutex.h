@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_mutex.h - mutexes that real-time threads share with normal ones.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_nmctl.c - node manager control socket, client side (see .h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_nmctl.h - the client side of the node manager's control socket and
  * the paths of a node manager's runtime files, shared by storm-nm, the SPANK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_now.c - the MM's last strobe in a mapped file (storm_now.h).
  */

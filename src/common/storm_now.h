@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_now.h - which slot runs now: the Machine Manager's last strobe,
  * published in a small mapped file beside the status file.

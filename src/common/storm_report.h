@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_report.h - what a node manager reports to the Machine Manager
  * besides its acknowledgements: that it is alive (the heartbeat), the

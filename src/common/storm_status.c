@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_status.c - the Machine Manager's status file: one table of header
  * keys and one of a node line's keys serve the writer, the reader and the

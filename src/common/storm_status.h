@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_status.h - the Machine Manager's status file, storm-mm.status.
  *

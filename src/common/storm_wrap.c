@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_wrap.c - open a stock Slurm plugin that a STORM plugin wraps.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm.h - the STORM node manager (storm-nm), one per compute node.
  *

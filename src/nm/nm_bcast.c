@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast.c - the node manager's end of the STORM file broadcast: the
  * module that starts and stops it, its control commands, and the relay's

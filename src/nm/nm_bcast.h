@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast.h - the node manager's end of the STORM file broadcast
  * (nm_bcast.c), as the relay (nm_relay.c) sees it: the node's own copy of

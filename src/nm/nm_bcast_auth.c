@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_auth.c - which user and job may receive what (storm-nm(8)).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_auth.h - which user and job may receive what: srun's manifest
  * credential, the relay's job attestation and the job cache

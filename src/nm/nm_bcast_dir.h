@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_dir.h - BcastDir on this node: job directories, the sweep of
  * what ended jobs and dead node managers left there, the destination of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_fabric.c - the broadcast on the fabric (protocol in
  * src/common/storm_bcast.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_fabric.h - the broadcast on the fabric: libstormmech's
  * destination callbacks, the worker thread they hand work to, and the

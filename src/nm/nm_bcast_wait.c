@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_wait.c - tasks that wait on their node for a broadcast file
  * (storm.conf BcastOverlap).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_wait.h - tasks that wait for their node's copy before exec
  * (BcastOverlap, nm_bcast_wait.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_xfer.c - the transfer table: each broadcast file on its way to
  * this node.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_bcast_xfer.h - the transfer table: a broadcast file on its way to
  * this node, from its checked manifest through its temporary file to its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_cg_usage.c - the CPU time a job used on this node (nm_cg_usage.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_cgroup.c - freeze and thaw a job's cgroups, cgroup v1 or v2.
  *

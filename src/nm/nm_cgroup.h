@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_cgroup.h - freeze, thaw and demote a job's cgroups on this node,
  * cgroup v1 or v2 (nm_cgroup.c says which files and why).

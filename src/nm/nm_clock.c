@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_clock.c - this node's clock offset to the Machine Manager
  * (nm_clock.h).

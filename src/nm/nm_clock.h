@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_clock.h - this node's clock against the Machine Manager's: the
  * NTP-style exchange (storm_clock.h, storm_gang.h) and its estimate.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_ctl.h - the local control socket (nm_ctl.c).
  */

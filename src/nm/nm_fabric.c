@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_fabric.c - the node's endpoint on the STORM fabric.
  */

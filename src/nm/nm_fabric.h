@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_fabric.h - this node's fabric endpoint (nm_fabric.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_failsafe.c - fail open: the gang switch never leaves a job frozen or
  * idle-class for want of a machine manager or a node manager

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_failsafe.h - the node manager's fault handling for gang scheduling:
  * it fails open.  A job is never left frozen or idle-class because the

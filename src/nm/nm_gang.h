@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_gang.h - the node manager's gang-scheduling module (nm_gang.c): it
  * switches the jobs of this node on the Machine Manager's strobe.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_gang_job.c - one job of the gang table on this node: its cgroups
  * (v1: its step cgroups, found by scanning its freezer directory; v2: its

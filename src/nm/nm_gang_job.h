@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_gang_job.h - one job of the gang table on this node (nm_gang_job.c):
  * its cgroups, found and followed as its steps come and go, and how it

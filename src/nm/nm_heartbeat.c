@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_heartbeat.c - the heartbeat to the Machine Manager (nm_heartbeat.h).
  */

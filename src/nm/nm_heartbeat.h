@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_heartbeat.h - the node manager tells the Machine Manager it is alive:
  * a storm_node_report_t (storm_report.h) with a new beat every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_log.c - the node manager's log: one file per node, Slurm-like lines
  * ("[2026-11-22T01:02:03.456] storm-nm node3: ...") so that the NM's log

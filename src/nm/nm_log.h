@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_log.h - the node manager's log (nm_log.c): one line per event, with a timestamp
  * and the node's tag, to its NMLogFile.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_main.c - storm-nm: start-up, single instance per node, shutdown.
  *

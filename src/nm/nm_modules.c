@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_modules.c - the node manager's functions, started in this order
  * after the fabric is up and stopped in reverse order.

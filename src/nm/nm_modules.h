@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_modules.h - the node manager's modules (nm_modules.c): each function of the node
  * manager lives in a file of its own and plugs in here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_nodes.h - the node table (nm_nodes.c): every node of slurm.conf, its address and
  * fabric port, and this node's rank.

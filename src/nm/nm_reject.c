@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_reject.c - the messages this node manager refused (nm_reject.h).
  */

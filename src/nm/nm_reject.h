@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_reject.h - the messages this node manager refused, by kind
  * (storm_report.h): counted where they are refused, summarized in the log

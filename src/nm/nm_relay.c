@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay.c - the node manager's door for srun's broadcasts: a TCP port
  * (storm.conf BcastPort) where srun hands over a file for the nodes of a

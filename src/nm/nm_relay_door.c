@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_door.c - the relay's door on BcastPort (nm_relay_door.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_door.h - the relay's door on BcastPort: accepts connections
  * and reads each one's request in a single thread, under a deadline of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_report.c - this relay's broadcasts, reported to the Machine
  * Manager (nm_relay_report.h).  One record: the broadcast in flight that

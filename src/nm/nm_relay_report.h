@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_report.h - what this relay tells the Machine Manager of its
  * broadcasts (storm_report.h, storm_relay_report_t): the relay's threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_req.c - srun's broadcast request, read incrementally
  * (nm_relay_req.h).  No sockets here, so the parser is unit-tested and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_req.h - srun's broadcast request (storm_bcast.h: header,
  * credential, node list), read incrementally off a connection that has

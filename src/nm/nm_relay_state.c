@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_state.c - what the step's nodes report to the relay
  * (nm_relay_state.h).

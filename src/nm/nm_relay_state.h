@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_relay_state.h - what the step's nodes report to the relay: their
  * broadcast variables, asked with COMPARE-AND-WRITE, and the signals they

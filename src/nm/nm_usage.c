@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_usage.c - the CPU this node's jobs use, for the Machine Manager
  * (storm_report.h, storm_usage_report_t; nm_usage.h).

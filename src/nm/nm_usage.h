@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_usage.h - the usage report: the CPU this node's jobs use, sent to
  * the Machine Manager about once a second (nm_usage.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_watchdog.c - fail open without the node manager (nm_watchdog.h).
  */

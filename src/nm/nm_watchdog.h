@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nm_watchdog.h - fail open without the node manager: a small process
  * forked at start that outlives a killed or stopped node manager and

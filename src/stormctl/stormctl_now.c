@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_now.c - `stormctl now`: where the gang schedule is at this
  * instant, computed from the MM's last strobe as the nodes compute it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_now.h - `stormctl now`: the slot the nodes run at this instant,
  * from the Machine Manager's last strobe (src/common/storm_now.h).

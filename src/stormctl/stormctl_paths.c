@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_paths.c - the Machine Manager's files in StateSaveLocation.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_paths.h - where stormctl finds the Machine Manager's files:
  * slurm.conf's StateSaveLocation ($SLURM_CONF or /etc/slurm/slurm.conf).

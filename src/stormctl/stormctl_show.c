@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_show.c - `stormctl show`: the status file the Machine Manager
  * rewrites every second in slurmctld's StateSaveLocation (its format and

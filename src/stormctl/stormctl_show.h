@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stormctl_show.h - `stormctl show`: the gang scheduler's status, read
  * through src/common/storm_status.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_caps.c - what the opened provider offers beyond tagged messages.
  *

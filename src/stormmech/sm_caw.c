@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_caw.c - COMPARE-AND-WRITE.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_ctx.c - context: fabric, domain, endpoint, AV, CQ, region, peers.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_event.c - TEST-EVENT: local counters.  Counters never reset, so a
  * waiter asks for "count >= target" and cannot miss a signal that fired

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_progress.c - the progress engine: CQ polling, dispatch, timers, the
  * bounded wait with backoff, and the optional progress thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_set.c - node sets as fixed bitmaps: any shape, cheap to copy into a
  * message header, same meaning on every node.

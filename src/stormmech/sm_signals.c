@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_signals.c - take back the signals that a library loaded with libfabric
  * took at load time (stormmech.h: storm_signals_reclaim()).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_xfer.c - XFER-AND-SIGNAL: pipelined k-ary tree multicast, ack
  * reduction, commit/abort; and the op bookkeeping shared with sm_caw.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 // storm-web's page: five updates a second from /api/v1/stream, each
 // redrawing in place only what changed.  Every string from the data goes in
 // through textContent, never as markup: job and user names are the users'

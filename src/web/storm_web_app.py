@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm_web_app.py - storm-web's HTTP side: the page, /metrics, /api/v1.
 
 Read-only: GET and HEAD only.  Every answer carries a Content-Security-Policy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm_web_live.py - the status and event log as the page gets them.
 
 The Machine Manager rewrites its status about once a second while the page

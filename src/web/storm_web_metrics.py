@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm_web_metrics.py - the Machine Manager's status as Prometheus metrics.
 
 Every figure comes from the status (storm_status.h, read by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm_web_now.py - the running slot, sampled five times a second.
 
 The status file says which slot ran when the Machine Manager wrote it, once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm_web_status.py - the Machine Manager's status for storm-web.
 
 The status is read only through its one definition, src/common/storm_status.h,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What every benchmark under testsuite/bench shares: output, run metadata
 (the Slurm version the clusters ran), JSON files, the matplotlib skeleton,
 CPU sampling, the interval of a mean, the built benchmark programs and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unit tests of benchlib's and the harness's pure parts (no cluster): the
 result file names per Slurm version, the slurm.conf lines a cluster's
 extra_conf replaces and the interval of a mean.  python3 -m pytest testsuite/bench/test_benchlib.py"""

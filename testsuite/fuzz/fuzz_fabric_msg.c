@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_fabric_msg.c - libFuzzer target: a STORM message as it arrives from
  * a peer, through the one way in every received message takes

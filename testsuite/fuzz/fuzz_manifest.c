@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_manifest.c - libFuzzer target: the payload of srun's manifest
  * credential and of the relay's job attestation, as munged would hand

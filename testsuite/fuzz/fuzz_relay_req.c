@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_relay_req.c - libFuzzer target: whatever a connection to BcastPort
  * sends, read by the relay's door in the pieces the network cuts it into

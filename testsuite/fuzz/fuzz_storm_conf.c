@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_storm_conf.c - libFuzzer target: storm.conf text, as any admin (or
  * a broken configuration system) might write it.  A parse either fails

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A real Slurm cluster on one host: munged, slurmctld and N `slurmd -N nodeK`.
 
 Two networks: `loopback` (every daemon on 127.0.0.1, a port range per node)

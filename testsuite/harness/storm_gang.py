@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for gang-scheduling tests, benchmarks and the demo.
 
 Everything here observes a live storm_cluster.Cluster from the outside:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Host-wide locks for what clusters started by different processes share.
 
 Two test suites (one per Slurm version) run side by side on one host, each

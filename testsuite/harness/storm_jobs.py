@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Jobs that end with the block that submitted them.
 
 A test that leaves a job behind holds nodes (or a time slot) that the next

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A cluster network on one host: a network namespace per node, one switch.
 
 Every node (and the head, where slurmctld and the user's commands run) gets

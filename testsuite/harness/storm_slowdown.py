@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The command line of contribs/workload/storm-slowdown against a harness
 cluster, shared by the policies and gang benchmarks."""
 import os

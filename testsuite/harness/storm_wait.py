@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Waiting for a condition, for the harness, the tests, the benchmarks and
 the demo: one polling loop, on the monotonic clock (a wall-clock step,
 from NTP or a VM's resume, must not stretch or cut a wait short)."""

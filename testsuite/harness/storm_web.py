@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm-web for the tests, the benchmark and the demo: start it on a
 cluster's status file, talk HTTP to it (http.client: no proxy from the
 environment), and drive Debian's headless Chromium at its page."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """pytest fixtures: a live STORM Slurm cluster for the system tests.
 
 One 8-node cluster serves the whole session (tests must leave it idle and

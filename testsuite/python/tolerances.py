@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """How far the timing and fairness checks of the system tests let a
 measurement stray, in one place.  The tests that hold a share, a rate or a
 count over a wall-clock window to these are marked `timing`: on a loaded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * check_run.h - run one Check suite and give main's exit status: the same
  * for every unit test, so it is written once.

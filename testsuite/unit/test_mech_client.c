@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_mech_client.c - libstormmech client ranks (sm_client.c): a transient
  * root outside the node table (srun on a login node) that the nodes learn

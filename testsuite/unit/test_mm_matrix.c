@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_mm_matrix.c - the Machine Manager's slot matrix (mm_matrix.c):
  * where a job is placed, that it keeps its slot, the cap on slots,

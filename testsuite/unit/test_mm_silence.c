@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_mm_silence.c - the Machine Manager's silence rules (mm_silence.c):
  * quiet at half of SuspectTime, due at SuspectTime, a stall of the

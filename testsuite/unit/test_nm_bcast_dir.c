@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_bcast_dir.c - how the node manager tells what backs BcastDir
  * (nm_bcast_dir.c): the mount holding a path in a mountinfo table, and

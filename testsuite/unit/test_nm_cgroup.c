@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_cgroup.c - the node manager's switch against real cgroups.
  *

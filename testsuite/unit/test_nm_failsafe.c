@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_failsafe.c - the node manager's fail-safe opens, thaws once and
  * closes again, on a clock the test drives.

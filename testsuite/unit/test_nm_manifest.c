@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_manifest.c - the node manager's check of a broadcast manifest
  * (nm_bcast_xfer_accept: nm_bcast_auth.c, nm_bcast_dir.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_relay_req.c - srun's broadcast request as the relay's door reads
  * it: whole or byte by byte, never a byte of the file after it, refusals

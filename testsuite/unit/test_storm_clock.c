@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_storm_clock.c - announced instants (src/common/storm_clock.c): the
  * four-timestamp sample, the least-delay filter, when an estimate is good

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_storm_conf.c - storm.conf parsing: values, units, ranges, and that
  * every error names the file, the line and the key.

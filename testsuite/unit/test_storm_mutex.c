@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_storm_mutex.c - priority-inheriting mutexes (src/common/storm_mutex.c):
  * a normal thread holding one while a SCHED_FIFO thread waits on it runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_storm_now.c - the MM's last strobe for views (src/common/storm_now.c):
  * publish and read through a real file, what a reader refuses, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_storm_status.c - the MM's status file (storm_status.c): what the
  * writer prints the reader reads back, old files without a policy, files

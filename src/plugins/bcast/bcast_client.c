@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bcast_client.c - srun's side of the STORM file broadcast: checks the file,
  * then hands it over one TCP connection to the node manager of the step's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bcast_client.h - srun's side of the STORM file broadcast (the launch
  * plugin up to 22.05, the SPANK plugin from 23.02 on).

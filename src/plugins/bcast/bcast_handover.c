@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bcast_handover.c - srun's hand-over of its executable to the STORM
  * broadcast, shared by the launch plugin (22.05) and the SPANK plugin

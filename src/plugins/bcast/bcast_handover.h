@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bcast_handover.h - how srun hands its executable to the STORM broadcast,
  * the same for every Slurm version: whether it does (--bcast, storm.conf

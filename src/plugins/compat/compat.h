@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * compat.h - what the STORM plugins need that differs between Slurm
  * versions.  One implementation per version (compat_MMmm.c, chosen by

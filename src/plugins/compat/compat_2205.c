@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * compat_2205.c - compat.h for Slurm 22.05.
  */

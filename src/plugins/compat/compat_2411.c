@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * compat_2411.c - compat.h for Slurm 24.11.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pend_reasons.h - STORM's own reasons for pending jobs, shown by squeue.
  * One implementation per Slurm version (pend_reasons_MMmm.c, chosen by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pend_reasons_2205.c - pend_reasons.h for Slurm 22.05: select_nodes()
  * keeps a select-owned (BlueGene-era) reason, so the job carries it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pend_reasons_2411.c - pend_reasons.h for Slurm 24.11.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * skew_floor: the least switch skew this host allows, measured the way
  * run-gang-bench measures STORM's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * switch_floor: the least a gang switch costs on this host, measured the
  * way run-gang-bench measures STORM.

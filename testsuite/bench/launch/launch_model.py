@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Models of a broadcast's transfer time on a network of per-node links
 ("Past one host" in run-launch-bench): fitted to the netns measurements,
 then extrapolated to sizes and rates this host cannot reach.  Pure

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unit tests of launch_model (no cluster): the fits recover known
 parameters from synthetic points.  python3 -m pytest testsuite/bench/launch"""
 import os

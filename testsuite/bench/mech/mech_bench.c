@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mech_bench - STORM mechanisms vs the Slurm way vs memcpy, side by side.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """watcher_cpu.py - where the CPU of watching goes, for run-web-bench.
 
 A snapshot is the CPU seconds every part has used so far; the difference of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Each STORM plugin is loaded by the daemons that should load it."""
 import re
 

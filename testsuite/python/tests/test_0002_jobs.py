@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """srun and sbatch run multi-node work on the 8-node STORM cluster."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A broken storm.conf is reported with file, line and key; no daemon dies."""
 import re
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The node manager: one per node, started from slurmd, survives slurmd
 restarts, refuses to run twice for a node (even while storm.conf is
 rewritten in place), answers on its control socket."""

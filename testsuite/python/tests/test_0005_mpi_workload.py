@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """An Open MPI program launched with srun --mpi=pmix through the STORM
 plugins runs and communicates across nodes (the workload tool of
 contribs/workload, which doubles as the RMS micro-benchmark)."""

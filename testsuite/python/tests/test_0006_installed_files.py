@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The cluster runs the STORM files it was pointed at, and only those: a
 build tree's (the default) or an installed package's (STORM_PLUGINDIR,
 STORM_BINDIR, STORM_PLUGSTACK; scripts/run-package-test)."""

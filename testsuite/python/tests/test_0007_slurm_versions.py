@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """One tree, two Slurm versions: the plugins built for one are refused by
 the other's daemons with Slurm's own message, and the daemon exits
 cleanly instead of crashing; stormctl check-config works in either build.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The harness finds a node's processes by its mount namespaces, and the
 kernel gives a dead namespace's inode number to the next namespace created
 on the host.  A cluster that recorded a bare number for a node namespace

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """STORM launch: srun broadcasts the executable through libstormmech to the
 node managers, which write it to the node-local BcastDir; the tasks run the
 node-local copy; the files go away with the job.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The node managers' broadcast door (storm.conf BcastPort): srun hands the
 file to the step's first node, which relays it over the fabric.  What
 reaches that port from anyone else gets a clear error and costs nothing:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The relay's door on BcastPort under hostile connections: a connection
 holds nothing until its request is complete and its credential verified,
 and limits are per user.  Idle and dripping connections from an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Refused messages are counted by kind, not logged one line each: a node
 manager counts what it refuses on its control socket, its BcastPort and
 the fabric, reports the counts to the Machine Manager, and `stormctl show`

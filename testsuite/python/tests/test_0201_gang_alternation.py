@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Gang scheduling: two CPU-bound jobs on the same 4 nodes alternate.
 
 Every node runs one spinning task per job (a 2-core host cannot show

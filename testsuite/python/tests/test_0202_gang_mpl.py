@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Gang scheduling: three jobs in three slots (MPL 3), and a job that ends
 mid-quantum frees its slot for the others."""
 import contextlib

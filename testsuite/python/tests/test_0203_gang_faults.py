@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Gang scheduling under faults: slurmctld (and with it the Machine
 Manager) killed and restarted mid-run, and one node manager killed."""
 import contextlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm.conf gang keys: invalid values are refused with the key named,
 slurmctld keeps switching on the last good configuration, and a good
 change of Timeslice is applied without a restart."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Slot-aware placement by select/cons_tres_storm: MaxMPL caps the time
 slots per node below the partition's OverSubscribe=FORCE:4 (the job that
 finds no slot pends with a reason squeue shows), and multi-node jobs land

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Gang scheduling freezes a job's tasks, not its slurmstepds nor its
 batch script.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Fail open without the node manager: each node manager forks a watchdog
 that outlives it and releases the jobs it had switched out once no strobe
 has been handled for FailSafe, so a job is not left frozen when storm-nm

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Announced switch instants: three node managers whose clocks are 5 ms
 behind, right and 5 ms ahead of the Machine Manager's (the test-only
 STORM_NM_TEST_CLOCK_OFFSET_US, storm-nm(8)) estimate those offsets from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A silent node manager is drained after SuspectTime whatever the quantum
 and however rare the strobes: each node manager sends the Machine Manager a
 heartbeat four times per SuspectTime from a real-time thread of its own,

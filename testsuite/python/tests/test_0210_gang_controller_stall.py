@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A stalled controller is nobody's silence.  slurmctld (and with it the
 Machine Manager, its gang thread and its heartbeat listener) stopped with
 SIGSTOP in the middle of 2 ms gang scheduling on 8 nodes, for 0.7 s and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A node manager held up for a moment is back in the strobes as soon as it
 is heard again.  Stopped for half a second, past the Machine Manager's
 acknowledgement timeout, it misses a strobe and leaves the strobe set; but

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Policies beyond strict gang: flexible and local co-scheduling, memory-aware
 admission, and switching the policy of a live partition.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The cluster network: every node in a network namespace of its own, with
 its own address and a shaped link into one switch, the same ports on every
 node, slurmctld and the user's commands on a head address of their own.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Faults a cluster network has, on the namespace cluster: a link cut (the
 node's own interface taken down inside its namespace, as a pulled cable)
 in the middle of a broadcast, of a gang-scheduled pair, and the

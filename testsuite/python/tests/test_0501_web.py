@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm-web: a real gang cluster, storm-web on its Machine Manager's
 status, and Debian's headless Chromium on the page, checking what a person
 would see: two gang jobs in two slots on the same nodes, the running slot

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """storm-web without a Machine Manager: no status file, a stale one, a bad
 configuration.  It serves the page and says what is wrong (503 with the
 reason, storm_web_status_up 0, nodes "unknown" on a stale status); a bad

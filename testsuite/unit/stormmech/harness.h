@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * harness.h - multi-process loopback cluster for the mechanism tests and
  * the benchmark: N member processes (ranks 0..N-1) forked from a driver

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* shared bits of the multi-process Check programs */
 #ifndef MECH_TEST_H
 #define MECH_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* COMPARE-AND-WRITE: true, false on one member, writes, concurrency */
 #include "mech_test.h"
 

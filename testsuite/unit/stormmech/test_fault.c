@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* a member killed in the middle of a transfer or a COMPARE-AND-WRITE:
  * error within the timeout, nobody signalled, nobody hangs */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* a rogue endpoint sends garbage, lies and oversized messages: the victims
  * count and drop them, and keep working */
 #include "mech_test.h"

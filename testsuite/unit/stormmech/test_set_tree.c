@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* node sets and tree topology: pure functions, no fabric */
 #include <check.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_signals.c - the handlers a library loaded with libfabric installs
  * at load time, found by their address and replaced (sm_signals.c).

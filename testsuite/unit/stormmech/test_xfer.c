@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* XFER-AND-SIGNAL and TEST-EVENT: integrity, events, set shapes */
 #include <signal.h>
 #include "mech_test.h"

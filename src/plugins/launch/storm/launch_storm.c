@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * launch_storm.c - srun's launch plugin for STORM.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_fabric.c - the Machine Manager joins and leaves the STORM fabric.
  */

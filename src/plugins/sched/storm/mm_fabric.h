@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_fabric.h - the Machine Manager's place on the STORM fabric: rank
  * node_record_count at the controller's address and ControllerPort (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_faults.c - the Machine Manager's suspects and drains (mm_faults.h).
  */

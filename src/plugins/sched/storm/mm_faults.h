@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_faults.h - the Machine Manager's fault detection: which node managers
  * acknowledge, which are suspects, which are out of the strobe set, and

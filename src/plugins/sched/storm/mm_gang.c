@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_gang.c - the Machine Manager: STORM gang scheduling inside slurmctld.
  *

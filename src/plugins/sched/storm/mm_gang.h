@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_gang.h - the Machine Manager's gang scheduler (mm_gang.c), run by
  * sched/storm inside slurmctld.

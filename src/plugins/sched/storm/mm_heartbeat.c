@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_heartbeat.c - the node managers' heartbeats and acknowledgements
  * (mm_heartbeat.h).

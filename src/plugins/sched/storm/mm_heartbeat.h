@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_heartbeat.h - what the Machine Manager hears from the node managers:
  * their heartbeats (storm_report.h, written into this MM's region every

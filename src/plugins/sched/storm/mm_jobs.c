@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_jobs.c - Slurm's running jobs into the Machine Manager's matrix.
  *

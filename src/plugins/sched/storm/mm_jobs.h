@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_jobs.h - the Machine Manager's look at Slurm's running jobs: the
  * sampler's copies (mm_sampler.h) placed into the plain matrix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_listener.c - the Machine Manager's listener thread (mm_listener.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_listener.h - the Machine Manager's listener: a thread of its own that
  * hears the node managers' heartbeats and drains a node silent for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_matrix.c - the Machine Manager's Ousterhout matrix (mm_matrix.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_matrix.h - the Machine Manager's Ousterhout matrix, over plain data.
  *

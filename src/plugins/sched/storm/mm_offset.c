@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_offset.c - the nodes' clock offsets and the strobe's lead
  * (mm_offset.h; the exchange in storm_gang.h, the arithmetic in

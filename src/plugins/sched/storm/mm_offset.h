@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_offset.h - the Machine Manager's side of announced switch instants:
  * the nodes' clock offsets and the strobe's lead (storm_clock.h).

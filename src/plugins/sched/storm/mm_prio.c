@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_prio.c - the Machine Manager thread's scheduling priority.
  *

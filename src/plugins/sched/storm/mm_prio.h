@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_prio.h - the Machine Manager thread's scheduling priority.
  *

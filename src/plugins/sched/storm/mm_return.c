@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_return.c - drained nodes returned to service (mm_return.h).
  */

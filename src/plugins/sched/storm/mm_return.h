@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_return.h - nodes the Machine Manager drained, returned to service by
  * it once their node manager answers again for ReturnAfter (storm.conf).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_sampler.c - the thread that copies Slurm's running jobs
  * (mm_sampler.h).

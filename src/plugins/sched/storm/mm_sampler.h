@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_sampler.h - Slurm's running jobs, copied under slurmctld's read locks
  * by a thread of their own, so that the Machine Manager's strobe thread

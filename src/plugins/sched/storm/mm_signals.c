@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_signals.c - slurmctld's signal handlers back (mm_signals.h).
  */

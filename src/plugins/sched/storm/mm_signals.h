@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_signals.h - slurmctld's signal handlers back from the library that
  * took them when this plugin brought libfabric in (stormmech.h:

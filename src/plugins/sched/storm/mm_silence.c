@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_silence.c - node managers' silence and its verdicts (mm_silence.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_silence.h - how long each node manager has been silent, and what
  * follows from it: quiet (left out of every fabric operation) at half of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_state.h - the Machine Manager's state: one struct, mm_t, that the
  * thread (mm_gang.c) passes to each of its parts.

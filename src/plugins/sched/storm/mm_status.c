@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_status.c - the Machine Manager's status file, through storm_status.h,
  * and its last strobe's file, through storm_now.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_status.h - the Machine Manager writes the status file `stormctl show`
  * reads (its format: src/common/storm_status.h), and the mapped file of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_strobe.c - the job table and the strobe, to the node managers.
  */

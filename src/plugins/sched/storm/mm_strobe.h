@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mm_strobe.h - what the Machine Manager sends the node managers: the job
  * table and the strobe, both XFER-AND-SIGNAL (storm_gang.h).

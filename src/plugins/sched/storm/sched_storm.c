@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sched_storm.c - hosts the STORM Machine Manager inside slurmctld.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * select_cons_tres_storm.c - STORM's node selection plugin.
  *

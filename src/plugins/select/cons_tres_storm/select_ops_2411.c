@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * select_ops_2411.c - select/cons_tres_storm's entry points for Slurm 24.11:
  * its select interface (src/interfaces/select.c, node_select_syms), each

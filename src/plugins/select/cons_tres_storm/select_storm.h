@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * select_storm.h - between STORM's selection logic (select_cons_tres_storm.c,
  * the same for every Slurm version) and the select_p_* entry points of one

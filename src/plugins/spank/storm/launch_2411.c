@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * launch_2411.c - the executable's hand-over for Slurm 24.11, where launch
  * plugins no longer exist (removed in 23.02): the SPANK plugin does in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * srun_opts.h - srun's options as the SPANK plugin needs them (launch
  * plugins could read them; SPANK cannot), from srun's exported globals

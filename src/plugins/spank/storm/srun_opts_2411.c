@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * srun_opts_2411.c - srun_opts.h for Slurm 24.11: srun's `opt` and
  * `sropt` (src/srun/opt.c, exported by the srun binary), found at run

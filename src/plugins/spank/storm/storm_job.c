@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_job.c - the SPANK plugin in job script context (job prolog and
  * epilog, run by slurmd as root on every node of the job).

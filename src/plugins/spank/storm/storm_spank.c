@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_spank.c - SPANK entry points; each context's work lives in its own
  * file (storm_slurmd.c, storm_srun.c, storm_stepd.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_spank.h - the STORM SPANK plugin, one file per Slurm context
  * (pyxis layout): storm_spank.c dispatches on spank_context().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_srun.c - the SPANK plugin inside srun (local context).
  */

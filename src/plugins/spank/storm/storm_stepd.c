@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_stepd.c - the SPANK plugin inside slurmstepd (remote context).
  *
