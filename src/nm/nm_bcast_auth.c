@@ -60,13 +60,13 @@ static struct {
 	job_cache_t jobs[JOB_CACHE];
 	uint64_t seen[SEEN_KEYS];	/* replay cache of manifest keys */
 	int seen_pos;
-} A = { .ops = &default_ops, .check_lock = PTHREAD_MUTEX_INITIALIZER,
+} bcast_auth = { .ops = &default_ops, .check_lock = PTHREAD_MUTEX_INITIALIZER,
 	.cache_lock = PTHREAD_MUTEX_INITIALIZER };
 
 extern void nm_bcast_auth_init(const nm_t *nm, const nm_bcast_auth_ops_t *ops)
 {
-	A.nm = nm;
-	A.ops = ops ? ops : &default_ops;
+	bcast_auth.nm = nm;
+	bcast_auth.ops = ops ? ops : &default_ops;
 }
 
 /* ------------------------------------------------- munge and slurmctld */
@@ -109,7 +109,7 @@ static int slurm_load_job_default(uint32_t job, nm_bcast_job_t *out)
 static bool on_this_node(const char *nodes)
 {
 	struct hostlist *hl = nodes ? slurm_hostlist_create(nodes) : NULL;
-	bool found = hl && slurm_hostlist_find(hl, A.nm->node) >= 0;
+	bool found = hl && slurm_hostlist_find(hl, bcast_auth.nm->node) >= 0;
 
 	if (hl)
 		slurm_hostlist_destroy(hl);
@@ -121,21 +121,21 @@ static bool on_this_node(const char *nodes)
 static job_cache_t *cache_find(uint32_t job, job_cache_t *hit)
 {
 	time_t now = time(NULL);
-	job_cache_t *slot = &A.jobs[0];
+	job_cache_t *slot = &bcast_auth.jobs[0];
 
-	pthread_mutex_lock(&A.cache_lock);
+	pthread_mutex_lock(&bcast_auth.cache_lock);
 	for (int i = 0; i < JOB_CACHE; i++) {
-		job_cache_t *c = &A.jobs[i];
+		job_cache_t *c = &bcast_auth.jobs[i];
 
 		if (c->job == job && now - c->at < JOB_CACHE_TTL && c->running) {
 			*hit = *c;
-			pthread_mutex_unlock(&A.cache_lock);
+			pthread_mutex_unlock(&bcast_auth.cache_lock);
 			return NULL;
 		}
 		if (c->at < slot->at)
 			slot = c;
 	}
-	pthread_mutex_unlock(&A.cache_lock);
+	pthread_mutex_unlock(&bcast_auth.cache_lock);
 	return slot;
 }
 
@@ -159,12 +159,12 @@ static int job_check(uint32_t job, bool *on_node, bool *running,
 			*nodes = hit.nodes ? hit.nodes : "";
 		return 0;
 	}
-	if ((rc = A.ops->load_job(job, &j)))
+	if ((rc = bcast_auth.ops->load_job(job, &j)))
 		return rc;
 	*owner = j.owner;
 	*running = j.running;
 	*on_node = on_this_node(j.nodes);
-	pthread_mutex_lock(&A.cache_lock);
+	pthread_mutex_lock(&bcast_auth.cache_lock);
 	free(slot->nodes);
 	slot->nodes = j.nodes;
 	slot->job = job;
@@ -172,7 +172,7 @@ static int job_check(uint32_t job, bool *on_node, bool *running,
 	slot->on_node = *on_node;
 	slot->running = *running;
 	slot->at = time(NULL);
-	pthread_mutex_unlock(&A.cache_lock);
+	pthread_mutex_unlock(&bcast_auth.cache_lock);
 	if (nodes)
 		*nodes = slot->nodes ? slot->nodes : "";
 	return 0;
@@ -180,11 +180,11 @@ static int job_check(uint32_t job, bool *on_node, bool *running,
 
 extern void nm_bcast_job_forget(uint32_t job)
 {
-	pthread_mutex_lock(&A.cache_lock);
+	pthread_mutex_lock(&bcast_auth.cache_lock);
 	for (int i = 0; i < JOB_CACHE; i++)
-		if (A.jobs[i].job == job)
-			A.jobs[i].at = 0;
-	pthread_mutex_unlock(&A.cache_lock);
+		if (bcast_auth.jobs[i].job == job)
+			bcast_auth.jobs[i].at = 0;
+	pthread_mutex_unlock(&bcast_auth.cache_lock);
 }
 
 extern int nm_bcast_job_runs_here(uint32_t job)
@@ -193,9 +193,9 @@ extern int nm_bcast_job_runs_here(uint32_t job)
 	uid_t owner;
 	int rc;
 
-	pthread_mutex_lock(&A.check_lock);
+	pthread_mutex_lock(&bcast_auth.check_lock);
 	rc = job_check(job, &on_node, &running, &owner, NULL);
-	pthread_mutex_unlock(&A.check_lock);
+	pthread_mutex_unlock(&bcast_auth.check_lock);
 	if (rc == -ENOENT || (!rc && (!running || !on_node)))
 		return 0;
 	return rc ? -EIO : 1;
@@ -234,10 +234,10 @@ static bool seen_key(int root, uint64_t key)
 	uint64_t k = ((uint64_t) root << 48) ^ key;
 
 	for (int i = 0; i < SEEN_KEYS; i++)
-		if (A.seen[i] == k)
+		if (bcast_auth.seen[i] == k)
 			return true;
-	A.seen[A.seen_pos] = k;
-	A.seen_pos = (A.seen_pos + 1) % SEEN_KEYS;
+	bcast_auth.seen[bcast_auth.seen_pos] = k;
+	bcast_auth.seen_pos = (bcast_auth.seen_pos + 1) % SEEN_KEYS;
 	return false;
 }
 
@@ -252,7 +252,8 @@ static int check_credential(const char *cred, int root, uint64_t key,
 	void *payload = NULL;
 	int plen = 0, rc = -EPERM;
 	gid_t mgid;
-	munge_err_t e = A.ops->decode(cred, &payload, &plen, muid, &mgid);
+	munge_err_t e = bcast_auth.ops->decode(cred, &payload, &plen, muid,
+						&mgid);
 
 	/* Several NMs of one host share a munged (multiple-slurmd test
 	 * clusters): as Slurm's auth/munge does, accept a replay and keep our
@@ -300,7 +301,7 @@ extern char *nm_bcast_attest_make(const nm_bcast_grant_t *g)
 		     g->m.key & STORM_BCAST_KEY_MASK, g->m.job,
 		     (unsigned) g->owner, g->nodes) < 0)
 		return NULL;
-	e = A.ops->encode(&cred, payload, (int) strlen(payload) + 1);
+	e = bcast_auth.ops->encode(&cred, payload, (int) strlen(payload) + 1);
 	free(payload);
 	if (e != EMUNGE_SUCCESS) {
 		nm_error("bcast: job %u: cannot make the job attestation (%s): every node asks slurmctld",
@@ -322,7 +323,8 @@ static int check_attest(const char *att, int root, uint64_t key, uint32_t job,
 	unsigned ajob, aowner;
 	const char *why = NULL;
 	struct hostlist *hl;
-	munge_err_t e = A.ops->decode(att, &payload, &plen, &auid, &agid);
+	munge_err_t e = bcast_auth.ops->decode(att, &payload, &plen, &auid,
+						&agid);
 
 	/* a replay is expected: every node of the host decodes the same one */
 	if (e != EMUNGE_SUCCESS && e != EMUNGE_CRED_REPLAYED)
@@ -338,7 +340,7 @@ static int check_attest(const char *att, int root, uint64_t key, uint32_t job,
 	else if (!(hl = slurm_hostlist_create((char *) payload + n)))
 		why = "bad node list";
 	else {
-		*on_node = slurm_hostlist_find(hl, A.nm->node) >= 0;
+		*on_node = slurm_hostlist_find(hl, bcast_auth.nm->node) >= 0;
 		*owner = aowner;
 		slurm_hostlist_destroy(hl);
 		rc = 0;
@@ -388,20 +390,20 @@ extern int nm_bcast_authorize(const char *cred, const char *attest, int root,
 	uid_t muid;
 
 	memset(g, 0, sizeof(*g));
-	pthread_mutex_lock(&A.check_lock);
+	pthread_mutex_lock(&bcast_auth.check_lock);
 	if (check_credential(cred, root, key, &g->m, &muid) ||
 	    check_job(attest, root, key, muid, g))
 		goto done;
-	if (g->m.size > A.nm->conf.bcast_max_bytes) {
+	if (g->m.size > bcast_auth.nm->conf.bcast_max_bytes) {
 		nm_error("bcast: job %u: %s is %" PRIu64 " bytes, BcastMaxSize is %" PRIu64,
 			 g->m.job, g->m.name, g->m.size,
-			 A.nm->conf.bcast_max_bytes);
+			 bcast_auth.nm->conf.bcast_max_bytes);
 		st = STORM_BCAST_EFBIG;
 		goto done;
 	}
 	st = STORM_BCAST_READY;
 done:
-	pthread_mutex_unlock(&A.check_lock);
+	pthread_mutex_unlock(&bcast_auth.check_lock);
 	if (st != STORM_BCAST_READY)
 		nm_bcast_grant_free(g);
 	return st;

@@ -42,7 +42,7 @@
 static struct {
 	const nm_t *nm;
 	int dirfd;			/* BcastDir */
-} D = { .dirfd = -1 };
+} bcast_dir = { .dirfd = -1 };
 
 /* ------------------------------------------------------ fs identity */
 extern void nm_bcast_fs_user(uid_t uid, gid_t gid)
@@ -109,20 +109,21 @@ extern int nm_bcast_job_dir_remove(uint32_t job, const char *why)
 	int fd;
 
 	snprintf(name, sizeof(name), "job_%u", job);
-	fd = openat(D.dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	fd = openat(bcast_dir.dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	rm_tree_at(fd);
 	close(fd);
-	if (unlinkat(D.dirfd, name, AT_REMOVEDIR)) {
+	if (unlinkat(bcast_dir.dirfd, name, AT_REMOVEDIR)) {
 		int e = errno;
 
-		nm_error("bcast: cannot remove %s/%s: %s", D.nm->conf.bcast_dir,
-			 name, strerror(e));
+		nm_error("bcast: cannot remove %s/%s: %s",
+			 bcast_dir.nm->conf.bcast_dir, name, strerror(e));
 		return -e;
 	}
-	nm_info("bcast: removed %s/%s (%s)", D.nm->conf.bcast_dir, name, why);
+	nm_info("bcast: removed %s/%s (%s)", bcast_dir.nm->conf.bcast_dir, name,
+		why);
 	return 0;
 }
 
@@ -135,9 +136,9 @@ static int job_dir(uint32_t job, uid_t uid, gid_t gid)
 	int fd;
 
 	snprintf(name, sizeof(name), "job_%u", job);
-	if (mkdirat(D.dirfd, name, 0700) && errno != EEXIST)
+	if (mkdirat(bcast_dir.dirfd, name, 0700) && errno != EEXIST)
 		return -errno;
-	fd = openat(D.dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	fd = openat(bcast_dir.dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -165,7 +166,8 @@ extern int nm_bcast_dir_dest(const nm_bcast_grant_t *g, int *dirfd,
 			     m->uid == g->owner ? m->gid : (gid_t) -1);
 		if (fd < 0) {
 			nm_error("bcast: job %u: cannot create its directory in %s: %s",
-				 m->job, D.nm->conf.bcast_dir, strerror(-fd));
+				 m->job, bcast_dir.nm->conf.bcast_dir,
+				 strerror(-fd));
 			return STORM_BCAST_EIO;
 		}
 	} else {
@@ -182,7 +184,7 @@ extern int nm_bcast_dir_dest(const nm_bcast_grant_t *g, int *dirfd,
 	    (uint64_t) vfs.f_bavail * vfs.f_frsize < m->size) {
 		nm_error("bcast: job %u: %s (%" PRIu64 " bytes) does not fit in %s",
 			 m->job, m->name, m->size, *user_fs ? m->dir :
-			 D.nm->conf.bcast_dir);
+			 bcast_dir.nm->conf.bcast_dir);
 		close(fd);
 		return STORM_BCAST_ENOSPC;
 	}
@@ -203,7 +205,7 @@ static bool job_entry(const char *name, unsigned *job)
  * died (SIGKILL, node crash) are removed. */
 static void remove_stale_tmp(void)
 {
-	DIR *d = opendir_at(D.dirfd);
+	DIR *d = opendir_at(bcast_dir.dirfd);
 	struct dirent *e;
 
 	if (!d)
@@ -216,8 +218,8 @@ static void remove_stale_tmp(void)
 
 		if (!job_entry(e->d_name, &job))
 			continue;
-		jfd = openat(D.dirfd, e->d_name, O_RDONLY | O_DIRECTORY |
-			     O_NOFOLLOW | O_CLOEXEC);
+		jfd = openat(bcast_dir.dirfd, e->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (jfd < 0 || !(jd = fdopendir(jfd))) {
 			if (jfd >= 0)
 				close(jfd);
@@ -228,7 +230,8 @@ static void remove_stale_tmp(void)
 				     strlen(NM_BCAST_TMP_PREFIX)) &&
 			    !unlinkat(jfd, f->d_name, 0))
 				nm_info("bcast: removed %s/%s/%s left by an earlier node manager",
-					D.nm->conf.bcast_dir, e->d_name, f->d_name);
+					bcast_dir.nm->conf.bcast_dir, e->d_name,
+					f->d_name);
 		closedir(jd);
 	}
 	closedir(d);
@@ -240,7 +243,7 @@ extern void nm_bcast_sweep(void)
 	struct dirent *e;
 
 	nm_bcast_xfer_expire();
-	d = opendir_at(D.dirfd);
+	d = opendir_at(bcast_dir.dirfd);
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
@@ -262,9 +265,10 @@ extern int nm_bcast_dir_open(const nm_t *nm)
 {
 	int rc;
 
-	D.nm = nm;
-	D.dirfd = open(nm->conf.bcast_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (D.dirfd < 0) {
+	bcast_dir.nm = nm;
+	bcast_dir.dirfd = open(nm->conf.bcast_dir,
+			       O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bcast_dir.dirfd < 0) {
 		rc = -errno;
 		nm_error("bcast: cannot open BcastDir %s: %s", nm->conf.bcast_dir,
 			 strerror(-rc));
@@ -276,9 +280,9 @@ extern int nm_bcast_dir_open(const nm_t *nm)
 
 extern void nm_bcast_dir_close(void)
 {
-	if (D.dirfd >= 0)
-		close(D.dirfd);
-	D.dirfd = -1;
+	if (bcast_dir.dirfd >= 0)
+		close(bcast_dir.dirfd);
+	bcast_dir.dirfd = -1;
 }
 
 /* ------------------------------------------------ what backs BcastDir */

@@ -57,12 +57,14 @@ static struct {
 	work_t *head, *tail;
 	mbuf_t *mbufs;
 	time_t last_sweep;
-} F = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+} bcast_fabric = { .lock = PTHREAD_MUTEX_INITIALIZER,
+		   .cond = PTHREAD_COND_INITIALIZER };
 
 extern void nm_bcast_publish(int root, uint64_t key, int st)
 {
 	int var = storm_bcast_var(key);
-	int rc = storm_var_set(F.nm->ctx, var, STORM_BCAST_VAL(key, st));
+	int rc = storm_var_set(bcast_fabric.nm->ctx, var,
+			       STORM_BCAST_VAL(key, st));
 
 	if (rc)
 		nm_error("bcast: cannot set variable %d: %s", var,
@@ -86,10 +88,10 @@ static void *take_mbuf(int root, uint64_t offset, uint64_t len)
 	m->root = root;
 	m->key = offset & STORM_BCAST_KEY_MASK;
 	m->go = go;
-	pthread_mutex_lock(&F.lock);
-	m->next = F.mbufs;
-	F.mbufs = m;
-	pthread_mutex_unlock(&F.lock);
+	pthread_mutex_lock(&bcast_fabric.lock);
+	m->next = bcast_fabric.mbufs;
+	bcast_fabric.mbufs = m;
+	pthread_mutex_unlock(&bcast_fabric.lock);
 	return m->data;
 }
 
@@ -114,20 +116,20 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 
 static void enqueue(work_t *w)
 {
-	pthread_mutex_lock(&F.lock);
-	if (F.tail)
-		F.tail->next = w;
+	pthread_mutex_lock(&bcast_fabric.lock);
+	if (bcast_fabric.tail)
+		bcast_fabric.tail->next = w;
 	else
-		F.head = w;
-	F.tail = w;
-	pthread_cond_signal(&F.cond);
-	pthread_mutex_unlock(&F.lock);
+		bcast_fabric.head = w;
+	bcast_fabric.tail = w;
+	pthread_cond_signal(&bcast_fabric.cond);
+	pthread_mutex_unlock(&bcast_fabric.lock);
 }
 
-/* Our buffer at dst, unlinked from the list; caller holds F.lock. */
+/* Our buffer at dst, unlinked from the list; caller holds bcast_fabric.lock. */
 static mbuf_t *unlink_mbuf(const void *dst)
 {
-	for (mbuf_t **pp = &F.mbufs; *pp; pp = &(*pp)->next)
+	for (mbuf_t **pp = &bcast_fabric.mbufs; *pp; pp = &(*pp)->next)
 		if ((*pp)->data == dst) {
 			mbuf_t *m = *pp;
 
@@ -177,14 +179,14 @@ static void release_cb(void *arg, void *dst, uint64_t len, bool committed)
 	uint64_t key;
 
 	(void) arg;
-	pthread_mutex_lock(&F.lock);
-	if (F.stop) {
+	pthread_mutex_lock(&bcast_fabric.lock);
+	if (bcast_fabric.stop) {
 		/* shutting down: the NM's fini owns the buffers now */
-		pthread_mutex_unlock(&F.lock);
+		pthread_mutex_unlock(&bcast_fabric.lock);
 		return;
 	}
 	m = unlink_mbuf(dst);
-	pthread_mutex_unlock(&F.lock);
+	pthread_mutex_unlock(&bcast_fabric.lock);
 	if (m) {
 		mbuf_released(m, len, committed);
 		return;
@@ -227,51 +229,53 @@ static void handle_end(work_t *w)
 }
 
 /* Nothing queued: answer the waits that ran out, wait a second for work,
- * sweep BcastDir now and then.  Called and returns with F.lock held. */
+ * sweep BcastDir now and then.  Called and returns with bcast_fabric.lock
+ * held. */
 static void idle(void)
 {
 	struct timespec ts;
 
-	pthread_mutex_unlock(&F.lock);
+	pthread_mutex_unlock(&bcast_fabric.lock);
 	nm_bcast_wait_expire();
-	pthread_mutex_lock(&F.lock);
-	if (F.head || F.stop)
+	pthread_mutex_lock(&bcast_fabric.lock);
+	if (bcast_fabric.head || bcast_fabric.stop)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 1;
-	pthread_cond_timedwait(&F.cond, &F.lock, &ts);
-	if (!F.head && time(NULL) - F.last_sweep >= SWEEP_PERIOD) {
-		F.last_sweep = time(NULL);
-		pthread_mutex_unlock(&F.lock);
+	pthread_cond_timedwait(&bcast_fabric.cond, &bcast_fabric.lock, &ts);
+	if (!bcast_fabric.head &&
+	    time(NULL) - bcast_fabric.last_sweep >= SWEEP_PERIOD) {
+		bcast_fabric.last_sweep = time(NULL);
+		pthread_mutex_unlock(&bcast_fabric.lock);
 		nm_bcast_sweep();
-		pthread_mutex_lock(&F.lock);
+		pthread_mutex_lock(&bcast_fabric.lock);
 	}
 }
 
 static void *worker(void *arg)
 {
 	(void) arg;
-	pthread_mutex_lock(&F.lock);
-	while (!F.stop) {
-		work_t *w = F.head;
+	pthread_mutex_lock(&bcast_fabric.lock);
+	while (!bcast_fabric.stop) {
+		work_t *w = bcast_fabric.head;
 
 		if (!w) {
 			idle();
 			continue;
 		}
-		F.head = w->next;
-		if (!F.head)
-			F.tail = NULL;
-		pthread_mutex_unlock(&F.lock);
+		bcast_fabric.head = w->next;
+		if (!bcast_fabric.head)
+			bcast_fabric.tail = NULL;
+		pthread_mutex_unlock(&bcast_fabric.lock);
 		if (w->kind == W_MANIFEST)
 			handle_manifest(w);
 		else
 			handle_end(w);
 		free(w->manifest);
 		free(w);
-		pthread_mutex_lock(&F.lock);
+		pthread_mutex_lock(&bcast_fabric.lock);
 	}
-	pthread_mutex_unlock(&F.lock);
+	pthread_mutex_unlock(&bcast_fabric.lock);
 	return NULL;
 }
 
@@ -280,15 +284,15 @@ extern int nm_bcast_fabric_start(nm_t *nm)
 {
 	int rc;
 
-	F.nm = nm;
-	F.stop = false;
+	bcast_fabric.nm = nm;
+	bcast_fabric.stop = false;
 	/* shared by the progress thread (the callbacks, under the fabric
 	 * lock) and the worker, which runs at normal priority */
-	if ((rc = storm_mutex_init_inherit(&F.lock)))
+	if ((rc = storm_mutex_init_inherit(&bcast_fabric.lock)))
 		return -rc;
-	if ((rc = pthread_create(&F.worker, NULL, worker, NULL)))
+	if ((rc = pthread_create(&bcast_fabric.worker, NULL, worker, NULL)))
 		return -rc;
-	F.worker_started = true;
+	bcast_fabric.worker_started = true;
 	storm_set_dest_fn(nm->ctx, dest_cb, release_cb, nm);
 	return 0;
 }
@@ -298,17 +302,17 @@ extern void nm_bcast_fabric_stop(nm_t *nm)
 	/* No progress any more, so nothing writes into our mappings. */
 	if (nm->ctx)
 		storm_ctx_stop_progress(nm->ctx);
-	pthread_mutex_lock(&F.lock);
-	F.stop = true;
-	pthread_cond_broadcast(&F.cond);
-	pthread_mutex_unlock(&F.lock);
-	if (F.worker_started)
-		pthread_join(F.worker, NULL);
-	F.worker_started = false;
-	for (work_t *w = F.head, *n; w; w = n) {
+	pthread_mutex_lock(&bcast_fabric.lock);
+	bcast_fabric.stop = true;
+	pthread_cond_broadcast(&bcast_fabric.cond);
+	pthread_mutex_unlock(&bcast_fabric.lock);
+	if (bcast_fabric.worker_started)
+		pthread_join(bcast_fabric.worker, NULL);
+	bcast_fabric.worker_started = false;
+	for (work_t *w = bcast_fabric.head, *n; w; w = n) {
 		n = w->next;
 		free(w->manifest);
 		free(w);
 	}
-	F.head = F.tail = NULL;
+	bcast_fabric.head = bcast_fabric.tail = NULL;
 }

@@ -57,7 +57,7 @@ static struct {
 		bool go;	/* the relay's go-ahead came */
 	} done[OUTCOMES];
 	int done_pos;
-} W = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} waiters = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static bool due(const struct timespec *dl, const struct timespec *now)
 {
@@ -66,18 +66,18 @@ static bool due(const struct timespec *dl, const struct timespec *now)
 }
 
 /* The key's outcome, or a new one when create (overwriting the oldest);
- * caller holds W.lock. */
+ * caller holds waiters.lock. */
 static struct outcome *outcome(uint64_t key, bool create)
 {
 	struct outcome *o;
 
 	for (int i = 0; i < OUTCOMES; i++)
-		if (W.done[i].key == key)
-			return &W.done[i];
+		if (waiters.done[i].key == key)
+			return &waiters.done[i];
 	if (!create)
 		return NULL;
-	o = &W.done[W.done_pos];
-	W.done_pos = (W.done_pos + 1) % OUTCOMES;
+	o = &waiters.done[waiters.done_pos];
+	waiters.done_pos = (waiters.done_pos + 1) % OUTCOMES;
 	*o = (struct outcome) { .key = key, .root = -1 };
 	return o;
 }
@@ -119,26 +119,26 @@ static void reply(int fd, int st)
 }
 
 /* Answer the waiters that match: by key (st >= 0), past their deadline
- * (ST_EXPIRED) or all (ST_STOPPING).  Caller holds W.lock. */
+ * (ST_EXPIRED) or all (ST_STOPPING).  Caller holds waiters.lock. */
 static void release(uint64_t key, int st)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	for (int i = 0; i < W.n;) {
-		waiter_t *w = &W.w[i];
+	for (int i = 0; i < waiters.n;) {
+		waiter_t *w = &waiters.w[i];
 
 		if (st == ST_STOPPING || (st == ST_EXPIRED && due(&w->deadline, &now)) ||
 		    (st > 0 && w->key == key)) {
 			reply(w->fd, st);
-			*w = W.w[--W.n];
+			*w = waiters.w[--waiters.n];
 		} else {
 			i++;
 		}
 	}
 }
 
-/* Caller holds W.lock. */
+/* Caller holds waiters.lock. */
 static void settle(struct outcome *o)
 {
 	int v = verdict(o);
@@ -152,14 +152,14 @@ extern void nm_bcast_wake(int root, uint64_t key, int st)
 	struct outcome *o;
 
 	key &= STORM_BCAST_KEY_MASK;
-	pthread_mutex_lock(&W.lock);
+	pthread_mutex_lock(&waiters.lock);
 	o = outcome(key, true);
 	if (o->root >= 0 && o->root != root)
 		o->go = false;	/* a go-ahead from another rank: not ours */
 	o->root = root;
 	o->st = st;
 	settle(o);
-	pthread_mutex_unlock(&W.lock);
+	pthread_mutex_unlock(&waiters.lock);
 }
 
 extern void nm_bcast_go(int root, uint64_t key)
@@ -167,12 +167,12 @@ extern void nm_bcast_go(int root, uint64_t key)
 	struct outcome *o;
 
 	key &= STORM_BCAST_KEY_MASK;
-	pthread_mutex_lock(&W.lock);
+	pthread_mutex_lock(&waiters.lock);
 	/* The go-ahead may overtake this node's own record of the copy: the
 	 * relay reads the fabric variable, set just before nm_bcast_wake. */
 	o = outcome(key, true);
 	if (o->root >= 0 && o->root != root) {
-		pthread_mutex_unlock(&W.lock);
+		pthread_mutex_unlock(&waiters.lock);
 		nm_error("bcast: go-ahead for transfer %" PRIx64 " from rank %d, whose relay is rank %d: ignored",
 			 key, root, o->root);
 		return;
@@ -180,21 +180,21 @@ extern void nm_bcast_go(int root, uint64_t key)
 	o->root = root;
 	o->go = true;
 	settle(o);
-	pthread_mutex_unlock(&W.lock);
+	pthread_mutex_unlock(&waiters.lock);
 }
 
 extern void nm_bcast_wait_expire(void)
 {
-	pthread_mutex_lock(&W.lock);
+	pthread_mutex_lock(&waiters.lock);
 	release(0, ST_EXPIRED);
-	pthread_mutex_unlock(&W.lock);
+	pthread_mutex_unlock(&waiters.lock);
 }
 
 extern void nm_bcast_wait_fini(void)
 {
-	pthread_mutex_lock(&W.lock);
+	pthread_mutex_lock(&waiters.lock);
 	release(0, ST_STOPPING);
-	pthread_mutex_unlock(&W.lock);
+	pthread_mutex_unlock(&waiters.lock);
 }
 
 /* "bcast_wait <key hex> <ms>" */
@@ -212,22 +212,22 @@ static int ctl_wait(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		return 1;
 	}
 	key &= STORM_BCAST_KEY_MASK;
-	pthread_mutex_lock(&W.lock);
+	pthread_mutex_lock(&waiters.lock);
 	if ((st = verdict(outcome(key, false)))) {
-		pthread_mutex_unlock(&W.lock);
+		pthread_mutex_unlock(&waiters.lock);
 		answer(out, outlen, st);
 		return st != STORM_BCAST_DONE;
 	}
-	if (W.n == MAX_WAITERS) {
-		pthread_mutex_unlock(&W.lock);
+	if (waiters.n == MAX_WAITERS) {
+		pthread_mutex_unlock(&waiters.lock);
 		snprintf(out, outlen, "too many tasks waiting for broadcasts on this node");
 		return 1;
 	}
-	w = &W.w[W.n++];
+	w = &waiters.w[waiters.n++];
 	w->fd = peer->fd;
 	w->key = key;
 	storm_deadline_after_us((uint64_t) ms * 1000, &w->deadline);
-	pthread_mutex_unlock(&W.lock);
+	pthread_mutex_unlock(&waiters.lock);
 	nm_debug("bcast: pid %d waits for transfer %llx", (int) peer->pid, key);
 	return NM_CTL_KEPT;
 }
@@ -237,7 +237,7 @@ extern void nm_bcast_wait_init(void)
 	int rc;
 
 	/* the progress thread wakes waiters from the fabric's callbacks */
-	if ((rc = storm_mutex_init_inherit(&W.lock)))
+	if ((rc = storm_mutex_init_inherit(&waiters.lock)))
 		nm_error("bcast: no priority inheritance for the waiters' lock: %s",
 			 strerror(rc));
 	nm_ctl_register("bcast_wait", ctl_wait);

@@ -54,7 +54,7 @@ static struct {
 	const nm_t *nm;
 	pthread_mutex_t lock;
 	nm_bcast_xfer_t x[NM_BCAST_MAX_XFERS];
-} X = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} xfer_table = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The destination of an empty file: libstormmech wants an address. */
 static char zero_page[1];
@@ -64,21 +64,21 @@ extern void nm_bcast_xfer_init(const nm_t *nm)
 	int rc;
 
 	/* the progress thread takes it in the fabric's callbacks */
-	if ((rc = storm_mutex_init_inherit(&X.lock)))
+	if ((rc = storm_mutex_init_inherit(&xfer_table.lock)))
 		nm_error("bcast: no priority inheritance for the transfers' lock: %s",
 			 strerror(rc));
-	X.nm = nm;
+	xfer_table.nm = nm;
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++) {
-		X.x[i].fd = -1;
-		X.x[i].dirfd = -1;
+		xfer_table.x[i].fd = -1;
+		xfer_table.x[i].dirfd = -1;
 	}
 }
 
 static void set_xstate(nm_bcast_xfer_t *x, nm_bcast_xstate_t state)
 {
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	x->state = state;
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 }
 
 static void xfer_close(nm_bcast_xfer_t *x, bool unlink_tmp)
@@ -110,17 +110,17 @@ static nm_bcast_xfer_t *claim_slot(int root, uint64_t key)
 {
 	nm_bcast_xfer_t *x = NULL;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	for (int i = 0; i < NM_BCAST_MAX_XFERS && !x; i++)
-		if (X.x[i].state == NM_XFER_FREE)
-			x = &X.x[i];
+		if (xfer_table.x[i].state == NM_XFER_FREE)
+			x = &xfer_table.x[i];
 	if (x) {
 		memset(x, 0, sizeof(*x));
 		x->state = NM_XFER_PREPARING;
 		x->root = root;
 		x->key = key;
 	}
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return x;
 }
 
@@ -304,13 +304,13 @@ extern uint32_t nm_bcast_xfer_job(const nm_bcast_xfer_t *x)
 }
 
 /* ----------------------------------------------------------- lookups */
-/* caller holds X.lock */
+/* caller holds xfer_table.lock */
 static nm_bcast_xfer_t *find_locked(int root, uint64_t key)
 {
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++)
-		if (X.x[i].state != NM_XFER_FREE && X.x[i].root == root &&
-		    X.x[i].key == key)
-			return &X.x[i];
+		if (xfer_table.x[i].state != NM_XFER_FREE &&
+		    xfer_table.x[i].root == root && xfer_table.x[i].key == key)
+			return &xfer_table.x[i];
 	return NULL;
 }
 
@@ -318,9 +318,9 @@ extern nm_bcast_xfer_t *nm_bcast_xfer_find(int root, uint64_t key)
 {
 	nm_bcast_xfer_t *x;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	x = find_locked(root, key);
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return x;
 }
 
@@ -329,13 +329,13 @@ extern void *nm_bcast_xfer_receive(int root, uint64_t key, uint64_t len)
 	void *dst = NULL;
 	nm_bcast_xfer_t *x;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	x = find_locked(root, key);
 	if (x && x->state == NM_XFER_READY && x->size == len) {
 		x->state = NM_XFER_RECEIVING;
 		dst = x->size ? x->map : zero_page;
 	}
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return dst;
 }
 
@@ -344,9 +344,9 @@ extern bool nm_bcast_xfer_received(const void *dst, int *root,
 {
 	bool found = false;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++) {
-		nm_bcast_xfer_t *x = &X.x[i];
+		nm_bcast_xfer_t *x = &xfer_table.x[i];
 
 		if (x->state == NM_XFER_RECEIVING &&
 		    (dst == x->map || (!x->size && dst == zero_page))) {
@@ -357,41 +357,43 @@ extern bool nm_bcast_xfer_received(const void *dst, int *root,
 			break;
 		}
 	}
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return found;
 }
 
 extern void nm_bcast_xfer_expire(void)
 {
 	time_t now = time(NULL);
-	time_t limit = 2 * (time_t) (X.nm->conf.timeout_us / 1000000 + 1);
+	time_t limit =
+		2 * (time_t) (xfer_table.nm->conf.timeout_us / 1000000 + 1);
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++) {
-		nm_bcast_xfer_t *x = &X.x[i];
+		nm_bcast_xfer_t *x = &xfer_table.x[i];
 
 		if (x->state == NM_XFER_READY && now - x->started > limit) {
 			x->state = NM_XFER_FINISHING;
-			pthread_mutex_unlock(&X.lock);
+			pthread_mutex_unlock(&xfer_table.lock);
 			nm_info("bcast: job %u: %s never arrived; removed", x->job,
 				x->name);
 			xfer_close(x, true);
-			pthread_mutex_lock(&X.lock);
+			pthread_mutex_lock(&xfer_table.lock);
 			x->state = NM_XFER_FREE;
 		}
 	}
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 }
 
 extern bool nm_bcast_xfer_busy(uint32_t job)
 {
 	bool busy = false;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++)
-		if (X.x[i].state != NM_XFER_FREE && X.x[i].job == job)
+		if (xfer_table.x[i].state != NM_XFER_FREE &&
+		    xfer_table.x[i].job == job)
 			busy = true;
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return busy;
 }
 
@@ -399,11 +401,11 @@ extern int nm_bcast_xfer_count(void)
 {
 	int n = 0;
 
-	pthread_mutex_lock(&X.lock);
+	pthread_mutex_lock(&xfer_table.lock);
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++)
-		if (X.x[i].state != NM_XFER_FREE)
+		if (xfer_table.x[i].state != NM_XFER_FREE)
 			n++;
-	pthread_mutex_unlock(&X.lock);
+	pthread_mutex_unlock(&xfer_table.lock);
 	return n;
 }
 
@@ -411,8 +413,8 @@ extern void nm_bcast_xfer_fini(void)
 {
 	/* Nothing half-written survives the NM. */
 	for (int i = 0; i < NM_BCAST_MAX_XFERS; i++)
-		if (X.x[i].state != NM_XFER_FREE) {
-			xfer_close(&X.x[i], true);
-			X.x[i].state = NM_XFER_FREE;
+		if (xfer_table.x[i].state != NM_XFER_FREE) {
+			xfer_close(&xfer_table.x[i], true);
+			xfer_table.x[i].state = NM_XFER_FREE;
 		}
 }

@@ -25,18 +25,18 @@
 
 #define NM_CLOCK_TEST_MAX_US 10000000LL
 
-static int64_t test_offset_ns;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
+	int64_t test_offset_ns;		/* NM_CLOCK_TEST_ENV, else 0 */
+	pthread_mutex_t lock;
 	storm_clock_filter_t filter;
 	bool pending;			/* a request to answer */
 	uint64_t req_seq, req_t1, req_t2;
 	uint64_t last_seq, last_t1, last_t2, last_t3;	/* last reply */
 	bool last_used;			/* its sample is in the filter */
-} C;
-/* The reply in flight (the watcher's only). */
-static storm_gang_clock_rep_t rep;
-static storm_op_t *rep_op;
+	/* The reply in flight (the watcher's only). */
+	storm_gang_clock_rep_t rep;
+	storm_op_t *rep_op;
+} clock_sync = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 extern void nm_clock_init(void)
 {
@@ -46,10 +46,10 @@ extern void nm_clock_init(void)
 	int rc;
 
 	/* the progress thread's strobe callback and the status share it */
-	if ((rc = storm_mutex_init_inherit(&lock)))
+	if ((rc = storm_mutex_init_inherit(&clock_sync.lock)))
 		nm_error("gang: no priority inheritance for the clock's lock: %s",
 			 strerror(rc));
-	storm_clock_filter_init(&C.filter);
+	storm_clock_filter_init(&clock_sync.filter);
 	if (!v || !*v)
 		return;
 	errno = 0;
@@ -60,7 +60,7 @@ extern void nm_clock_init(void)
 			 NM_CLOCK_TEST_ENV, v, NM_CLOCK_TEST_MAX_US);
 		return;
 	}
-	test_offset_ns = us * 1000;
+	clock_sync.test_offset_ns = us * 1000;
 	nm_info("gang: test clock offset %lld us (%s; never on a real node)",
 		us, NM_CLOCK_TEST_ENV);
 }
@@ -71,7 +71,7 @@ extern uint64_t nm_clock_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec +
-	       (uint64_t) test_offset_ns;
+	       (uint64_t) clock_sync.test_offset_ns;
 }
 
 extern bool nm_clock_request(nm_t *nm, const storm_gang_clock_req_t *r,
@@ -82,19 +82,19 @@ extern bool nm_clock_request(nm_t *nm, const storm_gang_clock_req_t *r,
 	if (r->magic != STORM_GANG_MAGIC || r->seq != r->seq_check ||
 	    r->rank != (uint32_t) nm->rank)
 		return false;
-	pthread_mutex_lock(&lock);
-	if (!C.last_used && r->prev_seq && r->prev_seq == C.last_seq &&
-	    r->prev_t4 &&
-	    !storm_clock_sample(C.last_t1, C.last_t2, C.last_t3, r->prev_t4,
-				&s)) {
-		storm_clock_filter_add(&C.filter, &s);
-		C.last_used = true;
+	pthread_mutex_lock(&clock_sync.lock);
+	if (!clock_sync.last_used && r->prev_seq &&
+	    r->prev_seq == clock_sync.last_seq && r->prev_t4 &&
+	    !storm_clock_sample(clock_sync.last_t1, clock_sync.last_t2,
+				clock_sync.last_t3, r->prev_t4, &s)) {
+		storm_clock_filter_add(&clock_sync.filter, &s);
+		clock_sync.last_used = true;
 	}
-	C.pending = true;
-	C.req_seq = r->seq;
-	C.req_t1 = r->t1;
-	C.req_t2 = t2;
-	pthread_mutex_unlock(&lock);
+	clock_sync.pending = true;
+	clock_sync.req_seq = r->seq;
+	clock_sync.req_t1 = r->t1;
+	clock_sync.req_t2 = t2;
+	pthread_mutex_unlock(&clock_sync.lock);
 	return true;
 }
 
@@ -102,25 +102,27 @@ extern bool nm_clock_estimate(int64_t *offset_ns, uint64_t *uncert_ns)
 {
 	bool ok;
 
-	pthread_mutex_lock(&lock);
-	ok = storm_clock_filter_best(&C.filter, offset_ns, uncert_ns);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&clock_sync.lock);
+	ok = storm_clock_filter_best(&clock_sync.filter, offset_ns, uncert_ns);
+	pthread_mutex_unlock(&clock_sync.lock);
 	return ok;
 }
 
 /* The last reply went (or there is none): may the buffer change? */
 static bool reply_free(void)
 {
-	if (rep_op && storm_op_test(rep_op, NULL) == -EAGAIN)
+	if (clock_sync.rep_op &&
+	    storm_op_test(clock_sync.rep_op, NULL) == -EAGAIN)
 		return false;
-	if (rep_op)
-		storm_op_free(rep_op);
-	rep_op = NULL;
+	if (clock_sync.rep_op)
+		storm_op_free(clock_sync.rep_op);
+	clock_sync.rep_op = NULL;
 	return true;
 }
 
 extern void nm_clock_reply(nm_t *nm, uint64_t late, uint32_t mode)
 {
+	storm_gang_clock_rep_t *rep = &clock_sync.rep;
 	storm_set_t mm;
 	int64_t off = 0;
 	uint64_t unc = 0;
@@ -128,39 +130,39 @@ extern void nm_clock_reply(nm_t *nm, uint64_t late, uint32_t mode)
 
 	if (!nm->ctx || nm->rank >= STORM_GANG_CLOCK_MAX_RANKS || !reply_free())
 		return;
-	pthread_mutex_lock(&lock);
-	if (!C.pending) {
-		pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&clock_sync.lock);
+	if (!clock_sync.pending) {
+		pthread_mutex_unlock(&clock_sync.lock);
 		return;
 	}
-	C.pending = false;
-	if (!storm_clock_filter_best(&C.filter, &off, &unc))
+	clock_sync.pending = false;
+	if (!storm_clock_filter_best(&clock_sync.filter, &off, &unc))
 		off = 0, unc = 0;
-	memset(&rep, 0, sizeof(rep));
-	rep.magic = STORM_GANG_MAGIC;
-	rep.rank = (uint32_t) nm->rank;
-	rep.seq = C.req_seq;
-	rep.t1 = C.req_t1;
-	rep.t2 = C.req_t2;
-	rep.offset_ns = off;
-	rep.uncert_ns = unc;
-	rep.late = late;
-	rep.mode = mode;
-	rep.t3 = nm_clock_now();
-	C.last_seq = rep.seq;
-	C.last_t1 = rep.t1;
-	C.last_t2 = rep.t2;
-	C.last_t3 = rep.t3;
-	C.last_used = false;
-	pthread_mutex_unlock(&lock);
+	memset(rep, 0, sizeof(*rep));
+	rep->magic = STORM_GANG_MAGIC;
+	rep->rank = (uint32_t) nm->rank;
+	rep->seq = clock_sync.req_seq;
+	rep->t1 = clock_sync.req_t1;
+	rep->t2 = clock_sync.req_t2;
+	rep->offset_ns = off;
+	rep->uncert_ns = unc;
+	rep->late = late;
+	rep->mode = mode;
+	rep->t3 = nm_clock_now();
+	clock_sync.last_seq = rep->seq;
+	clock_sync.last_t1 = rep->t1;
+	clock_sync.last_t2 = rep->t2;
+	clock_sync.last_t3 = rep->t3;
+	clock_sync.last_used = false;
+	pthread_mutex_unlock(&clock_sync.lock);
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer_flags(nm->ctx, &mm, &rep, sizeof(rep),
+	rc = storm_xfer_flags(nm->ctx, &mm, rep, sizeof(*rep),
 			      storm_gang_clock_off(nm->rank), STORM_NO_EVENT,
 			      STORM_GANG_EV_CLOCK, STORM_XFER_ON_ARRIVAL,
-			      &rep_op);
+			      &clock_sync.rep_op);
 	if (rc) {
-		rep_op = NULL;
+		clock_sync.rep_op = NULL;
 		nm_debug("gang: clock reply to the machine manager: %s",
 			 storm_strerror(rc));
 	}
@@ -168,7 +170,7 @@ extern void nm_clock_reply(nm_t *nm, uint64_t late, uint32_t mode)
 
 extern void nm_clock_fini(void)
 {
-	if (rep_op)
-		storm_op_free(rep_op);
-	rep_op = NULL;
+	if (clock_sync.rep_op)
+		storm_op_free(clock_sync.rep_op);
+	clock_sync.rep_op = NULL;
 }

@@ -129,7 +129,7 @@ static struct gang {
 	uint32_t mode;			/* STORM_GANG_AT_*, of the last strobe */
 	uint64_t late;			/* strobes after their instant */
 	bool clock_due;			/* a clock reply for the watcher */
-} G;
+} gang;
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -141,9 +141,9 @@ static uint64_t now_ns(clockid_t clk)
 
 static nm_gang_job_t *find_job(uint32_t job_id)
 {
-	for (int i = 0; i < G.njobs; i++)
-		if (G.jobs[i].job_id == job_id)
-			return &G.jobs[i];
+	for (int i = 0; i < gang.njobs; i++)
+		if (gang.jobs[i].job_id == job_id)
+			return &gang.jobs[i];
 	return NULL;
 }
 
@@ -151,16 +151,16 @@ static nm_gang_job_t *add_job(uint32_t job_id, uint32_t uid)
 {
 	nm_gang_job_t *j;
 
-	if (G.njobs == G.capjobs) {
-		int cap = G.capjobs ? G.capjobs * 2 : 64;
-		nm_gang_job_t *n = realloc(G.jobs, cap * sizeof(*n));
+	if (gang.njobs == gang.capjobs) {
+		int cap = gang.capjobs ? gang.capjobs * 2 : 64;
+		nm_gang_job_t *n = realloc(gang.jobs, cap * sizeof(*n));
 
 		if (!n)
 			return NULL;
-		G.jobs = n;
-		G.capjobs = cap;
+		gang.jobs = n;
+		gang.capjobs = cap;
 	}
-	j = &G.jobs[G.njobs++];
+	j = &gang.jobs[gang.njobs++];
 	nm_gang_job_init(j, job_id, uid);
 	return j;
 }
@@ -168,7 +168,7 @@ static nm_gang_job_t *add_job(uint32_t job_id, uint32_t uid)
 static void drop_job(nm_gang_job_t *j)
 {
 	nm_gang_job_release(j);
-	*j = G.jobs[--G.njobs];
+	*j = gang.jobs[--gang.njobs];
 }
 
 /* Fail open: nothing frozen, nothing idle-class (nm_failsafe_thaw_f);
@@ -178,11 +178,11 @@ static int thaw_all(void *arg)
 	int n = 0;
 
 	(void) arg;
-	for (int i = 0; i < G.njobs; i++) {
-		if (G.jobs[i].frozen || G.jobs[i].idle)
+	for (int i = 0; i < gang.njobs; i++) {
+		if (gang.jobs[i].frozen || gang.jobs[i].idle)
 			n++;
-		nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
-		nm_gang_job_set_idle(&G.jobs[i], false, &G.counts);
+		nm_gang_job_set_frozen(&gang.jobs[i], false, &gang.counts);
+		nm_gang_job_set_idle(&gang.jobs[i], false, &gang.counts);
 	}
 	return n;
 }
@@ -192,7 +192,7 @@ static int thaw_all(void *arg)
 static void load_table(uint64_t want_gen)
 {
 	size_t rsize = 0;
-	char *region = storm_region_ptr(G.nm->ctx, &rsize);
+	char *region = storm_region_ptr(gang.nm->ctx, &rsize);
 	const storm_gang_table_t *t;
 	size_t len;
 
@@ -205,8 +205,8 @@ static void load_table(uint64_t want_gen)
 	len = sizeof(*t) + t->njobs * sizeof(t->jobs[0]);
 	if (STORM_GANG_TABLE_OFF + len > rsize)
 		return;
-	memcpy(G.table_buf, t, len);
-	G.table_gen = want_gen;
+	memcpy(gang.table_buf, t, len);
+	gang.table_gen = want_gen;
 	nm_debug("gang: table generation %llu: %u jobs, %u slots",
 		 (unsigned long long) want_gen, t->njobs, t->nslots);
 }
@@ -214,12 +214,12 @@ static void load_table(uint64_t want_gen)
 /* Switch to slot: the outgoing jobs first, then the incoming. */
 static uint32_t apply(uint32_t slot)
 {
-	const storm_gang_table_t *t = G.table_buf;
+	const storm_gang_table_t *t = gang.table_buf;
 	uint32_t bit = slot < 32 ? 1u << slot : 0, nfrozen = 0;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-	for (int i = 0; i < G.njobs; i++)
-		G.jobs[i].listed = false;
+	for (int i = 0; i < gang.njobs; i++)
+		gang.jobs[i].listed = false;
 	if (t->magic == STORM_GANG_MAGIC) {
 		for (uint32_t k = 0; k < t->njobs; k++) {
 			const storm_gang_job_t *e = &t->jobs[k];
@@ -232,7 +232,7 @@ static uint32_t apply(uint32_t slot)
 			if (!nm_gang_job_present(j) && now >= j->retry_ns)
 				nm_gang_job_open(j, now);
 			if (e->how == STORM_GANG_SWITCH_HOLD) {
-				nm_gang_job_hold(j, &G.counts);
+				nm_gang_job_hold(j, &gang.counts);
 				continue;
 			}
 			nm_gang_job_unhold(j);
@@ -242,22 +242,23 @@ static uint32_t apply(uint32_t slot)
 		}
 	}
 	/* Jobs no longer listed: thawed if we froze them, then forgotten. */
-	for (int i = 0; i < G.njobs;) {
-		if (!G.jobs[i].listed) {
-			nm_gang_job_set_frozen(&G.jobs[i], false, &G.counts);
-			drop_job(&G.jobs[i]);
+	for (int i = 0; i < gang.njobs;) {
+		if (!gang.jobs[i].listed) {
+			nm_gang_job_set_frozen(&gang.jobs[i], false,
+					       &gang.counts);
+			drop_job(&gang.jobs[i]);
 			continue;
 		}
 		i++;
 	}
-	for (int i = 0; i < G.njobs; i++)
-		if (!G.jobs[i].held && !(G.jobs[i].mask & bit))
-			nm_gang_job_switch_out(&G.jobs[i], &G.counts);
-	for (int i = 0; i < G.njobs; i++)
-		if (!G.jobs[i].held && (G.jobs[i].mask & bit))
-			nm_gang_job_switch_in(&G.jobs[i], &G.counts);
-	for (int i = 0; i < G.njobs; i++)
-		if (G.jobs[i].frozen)
+	for (int i = 0; i < gang.njobs; i++)
+		if (!gang.jobs[i].held && !(gang.jobs[i].mask & bit))
+			nm_gang_job_switch_out(&gang.jobs[i], &gang.counts);
+	for (int i = 0; i < gang.njobs; i++)
+		if (!gang.jobs[i].held && (gang.jobs[i].mask & bit))
+			nm_gang_job_switch_in(&gang.jobs[i], &gang.counts);
+	for (int i = 0; i < gang.njobs; i++)
+		if (gang.jobs[i].frozen)
 			nfrozen++;
 	return nfrozen;
 }
@@ -267,7 +268,7 @@ static uint32_t apply(uint32_t slot)
 static void traced_apply(uint64_t epoch, uint32_t q, uint32_t slot,
 			 uint64_t sent_ns, uint64_t recv_ns)
 {
-	trace_t *t = &G.ring[G.ring_n++ % NM_GANG_TRACE];
+	trace_t *t = &gang.ring[gang.ring_n++ % NM_GANG_TRACE];
 
 	*t = (trace_t) { .epoch = epoch, .q = q, .slot = slot,
 			 .sent_ns = sent_ns, .recv_ns = recv_ns };
@@ -304,7 +305,7 @@ static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
 	else if (!(known = nm_clock_estimate(off, &unc)) ||
 		 !storm_clock_usable(unc, s->quantum_us * 1000ULL))
 		mode = STORM_GANG_AT_FALLBACK;
-	if (mode == G.mode)
+	if (mode == gang.mode)
 		return mode;
 	if (mode == STORM_GANG_AT_ANNOUNCED)
 		nm_info("gang: switching at announced instants (clock offset %lld us, uncertainty %llu us)",
@@ -318,7 +319,7 @@ static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
 			(unsigned long long) s->quantum_us);
 	else
 		nm_info("gang: switching on arrival until the clock offset to the machine manager is estimated");
-	G.mode = mode;
+	gang.mode = mode;
 	return mode;
 }
 
@@ -327,14 +328,14 @@ static uint32_t choose_mode(const storm_gang_strobe_t *s, int64_t *off)
 static void arm(const storm_gang_strobe_t *s, uint32_t slot, uint32_t q,
 		uint32_t n, uint64_t due)
 {
-	G.sub_left = n;
-	G.pend_slot = slot % (s->nslots ? s->nslots : 1);
-	G.pend_q = q;
-	G.sub_due_ns = due;
-	G.sub_q_ns = s->quantum_us * 1000ULL;
-	G.next_gap_ns = s->next_in_us * 1000ULL;
+	gang.sub_left = n;
+	gang.pend_slot = slot % (s->nslots ? s->nslots : 1);
+	gang.pend_q = q;
+	gang.sub_due_ns = due;
+	gang.sub_q_ns = s->quantum_us * 1000ULL;
+	gang.next_gap_ns = s->next_in_us * 1000ULL;
 	if (n)
-		pthread_cond_signal(&G.wake);	/* a nearer deadline */
+		pthread_cond_signal(&gang.wake);	/* a nearer deadline */
 }
 
 /* A valid strobe arrived: switch to its slot, at once or at its instant,
@@ -348,19 +349,19 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 	uint64_t at, due;
 	int64_t off;
 
-	if (s->mm_id != G.last.mm_id)
+	if (s->mm_id != gang.last.mm_id)
 		nm_info("gang: strobes from machine manager %llu, quantum %llu us",
 			(unsigned long long) s->mm_id,
 			(unsigned long long) s->quantum_us);
-	if (s->table_gen != G.table_gen)
+	if (s->table_gen != gang.table_gen)
 		load_table(s->table_gen);
-	G.last = *s;
-	G.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
+	gang.last = *s;
+	gang.counts.long_ns = s->nslots > 1 ? 2ULL * (s->nslots - 1) *
 					   s->quantum_us * 1000ULL : 0;
-	G.counts.failsafe_ns = failsafe_ns();
-	nm_failsafe_strobe(&G.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
-	nm_watchdog_strobe(G.failsafe.last_strobe_ns, failsafe_ns());
-	G.nstrobes++;
+	gang.counts.failsafe_ns = failsafe_ns();
+	nm_failsafe_strobe(&gang.failsafe, now_ns(CLOCK_MONOTONIC), s->epoch);
+	nm_watchdog_strobe(gang.failsafe.last_strobe_ns, failsafe_ns());
+	gang.nstrobes++;
 	/* nothing time-shares (a heartbeat): no instant to keep */
 	if (choose_mode(s, &off) != STORM_GANG_AT_ANNOUNCED || s->nslots <= 1) {
 		traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
@@ -372,7 +373,7 @@ static void take_strobe(const storm_gang_strobe_t *s, uint64_t recv_ns,
 		arm(s, s->slot, 0, nsub + 1, recv_mono + (at - recv_ns));
 		return;
 	}
-	G.late++;
+	gang.late++;
 	traced_apply(s->epoch, 0, s->slot, s->sent_ns, recv_ns);
 	due = recv_mono - (recv_ns - at < recv_mono ? recv_ns - at : 0);
 	arm(s, s->slot + 1, 1, nsub, due + s->next_in_us * 1000ULL);
@@ -396,16 +397,16 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	storm_gang_clock_req_t r;
 
 	(void) arg;
-	if (root != G.nm->nnodes)
+	if (root != gang.nm->nnodes)
 		return;		/* not from the machine manager */
 	if (offset == STORM_GANG_CLOCK_OFF && len == sizeof(r)) {
 		memcpy(&r, dst, sizeof(r));
-		if (nm_clock_request(G.nm, &r, recv_ns)) {
+		if (nm_clock_request(gang.nm, &r, recv_ns)) {
 			/* answered by the watcher: no storm_* call here */
-			pthread_mutex_lock(&G.lock);
-			G.clock_due = true;
-			pthread_cond_signal(&G.wake);
-			pthread_mutex_unlock(&G.lock);
+			pthread_mutex_lock(&gang.lock);
+			gang.clock_due = true;
+			pthread_cond_signal(&gang.wake);
+			pthread_mutex_unlock(&gang.lock);
 		}
 		return;
 	}
@@ -414,17 +415,17 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	memcpy(&s, dst, sizeof(s));
 	if (s.magic != STORM_GANG_MAGIC || s.epoch != s.epoch_check)
 		return;
-	pthread_mutex_lock(&G.lock);
+	pthread_mutex_lock(&gang.lock);
 	take_strobe(&s, recv_ns, recv_mono);
-	pthread_mutex_unlock(&G.lock);
-	storm_var_set(G.nm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
+	pthread_mutex_unlock(&gang.lock);
+	storm_var_set(gang.nm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
 }
 
 /* FailSafe as the strobes carry it, else as configured. */
 static uint64_t failsafe_ns(void)
 {
-	return (G.last.failsafe_us ? G.last.failsafe_us :
-		G.nm->conf.failsafe_us) * 1000ULL;
+	return (gang.last.failsafe_us ? gang.last.failsafe_us :
+		gang.nm->conf.failsafe_us) * 1000ULL;
 }
 
 /*
@@ -436,15 +437,15 @@ static uint64_t failsafe_ns(void)
  */
 static void next_deadline(uint64_t now, bool frozen, struct timespec *ts)
 {
-	uint64_t due = nm_failsafe_due(&G.failsafe, failsafe_ns());
+	uint64_t due = nm_failsafe_due(&gang.failsafe, failsafe_ns());
 	uint64_t max_ms = frozen ? NM_GANG_SCAN_MS : NM_GANG_WAIT_MAX_MS;
 
 	if (due > now + max_ms * 1000000ULL)
 		due = now + max_ms * 1000000ULL;
 	else if (due < now + NM_GANG_WAIT_MIN_MS * 1000000ULL)
 		due = now + NM_GANG_WAIT_MIN_MS * 1000000ULL;
-	if (G.sub_left && G.sub_due_ns < due)
-		due = G.sub_due_ns;
+	if (gang.sub_left && gang.sub_due_ns < due)
+		due = gang.sub_due_ns;
 	ts->tv_sec = due / 1000000000ULL;
 	ts->tv_nsec = due % 1000000000ULL;
 }
@@ -458,14 +459,15 @@ static bool scan_frozen_jobs(void)
 {
 	bool any = false;
 
-	for (int i = 0; i < G.njobs; i++) {
+	for (int i = 0; i < gang.njobs; i++) {
 		int rc;
 
-		if (!G.jobs[i].frozen)
+		if (!gang.jobs[i].frozen)
 			continue;
 		any = true;
-		if ((rc = nm_gang_job_scan(&G.jobs[i], NM_GANG_SCAN_NS / 10 * 9)))
-			nm_gang_job_left(&G.jobs[i], rc);
+		if ((rc = nm_gang_job_scan(&gang.jobs[i],
+					    NM_GANG_SCAN_NS / 10 * 9)))
+			nm_gang_job_left(&gang.jobs[i], rc);
 	}
 	return any;
 }
@@ -476,28 +478,31 @@ static bool scan_frozen_jobs(void)
  * never skipped (it may bring a new table).  Called with lock held. */
 static void sub_switch(uint64_t now)
 {
-	uint32_t k = 0, q, slot, nslots = G.last.nslots ? G.last.nslots : 1;
+	uint32_t k = 0, q, slot;
+	uint32_t nslots = gang.last.nslots ? gang.last.nslots : 1;
 
-	if (!G.sub_left || now < G.sub_due_ns)
+	if (!gang.sub_left || now < gang.sub_due_ns)
 		return;
-	if (G.pend_q == 0) {
-		G.sub_due_ns += G.next_gap_ns;
+	if (gang.pend_q == 0) {
+		gang.sub_due_ns += gang.next_gap_ns;
 	} else {
-		if (G.sub_q_ns)
-			k = (uint32_t) ((now - G.sub_due_ns) / G.sub_q_ns);
-		if (k >= G.sub_left)
-			k = G.sub_left - 1;
-		G.sub_due_ns += (uint64_t) (k + 1) * G.sub_q_ns;
+		if (gang.sub_q_ns)
+			k = (uint32_t) ((now - gang.sub_due_ns) /
+					 gang.sub_q_ns);
+		if (k >= gang.sub_left)
+			k = gang.sub_left - 1;
+		gang.sub_due_ns += (uint64_t) (k + 1) * gang.sub_q_ns;
 	}
-	slot = (G.pend_slot + k) % nslots;
-	q = G.pend_q + k;
-	G.sub_left -= k + 1;
-	G.pend_slot = (slot + 1) % nslots;
-	G.pend_q = q + 1;
-	G.last.slot = slot;
-	traced_apply(G.last.epoch, q, slot, G.last.sent_ns, nm_clock_now());
+	slot = (gang.pend_slot + k) % nslots;
+	q = gang.pend_q + k;
+	gang.sub_left -= k + 1;
+	gang.pend_slot = (slot + 1) % nslots;
+	gang.pend_q = q + 1;
+	gang.last.slot = slot;
+	traced_apply(gang.last.epoch, q, slot, gang.last.sent_ns,
+		     nm_clock_now());
 	if (q)
-		G.nsubs++;
+		gang.nsubs++;
 }
 
 /* The watcher: the timed switches of a strobe that covers several quanta,
@@ -512,41 +517,41 @@ static void *watcher_thread(void *arg)
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		nm_info("gang: no SCHED_FIFO for the fail-safe thread (%s); a fail-safe thaw may wait for scheduler ticks",
 			strerror(errno));
-	pthread_mutex_lock(&G.lock);
-	nm_failsafe_start(&G.failsafe, now_ns(CLOCK_MONOTONIC));
-	while (!G.stop) {
+	pthread_mutex_lock(&gang.lock);
+	nm_failsafe_start(&gang.failsafe, now_ns(CLOCK_MONOTONIC));
+	while (!gang.stop) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		struct timespec ts;
 
 		sub_switch(now);
-		if (nm_failsafe_check(&G.failsafe, now, failsafe_ns(), thaw_all,
-				      NULL))
-			G.sub_left = 0;
-		if (G.clock_due) {
-			uint64_t late = G.late;
-			uint32_t mode = G.mode;
+		if (nm_failsafe_check(&gang.failsafe, now, failsafe_ns(),
+				      thaw_all, NULL))
+			gang.sub_left = 0;
+		if (gang.clock_due) {
+			uint64_t late = gang.late;
+			uint32_t mode = gang.mode;
 
 			/* storm_xfer: never under lock */
-			G.clock_due = false;
-			pthread_mutex_unlock(&G.lock);
-			nm_clock_reply(G.nm, late, mode);
-			pthread_mutex_lock(&G.lock);
+			gang.clock_due = false;
+			pthread_mutex_unlock(&gang.lock);
+			nm_clock_reply(gang.nm, late, mode);
+			pthread_mutex_lock(&gang.lock);
 			continue;
 		}
 		next_deadline(now, scan_frozen_jobs(), &ts);
-		pthread_cond_timedwait(&G.wake, &G.lock, &ts);
+		pthread_cond_timedwait(&gang.wake, &gang.lock, &ts);
 	}
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&gang.lock);
 	return NULL;
 }
 
 extern bool nm_gang_failsafe(uint64_t *nevents, bool *open)
 {
-	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+	if (!gang.sync_ready || pthread_mutex_trylock(&gang.lock))
 		return false;	/* not started, or busy: ask again later */
-	*nevents = G.failsafe.nevents;
-	*open = G.failsafe.open;
-	pthread_mutex_unlock(&G.lock);
+	*nevents = gang.failsafe.nevents;
+	*open = gang.failsafe.open;
+	pthread_mutex_unlock(&gang.lock);
 	return true;
 }
 
@@ -554,14 +559,14 @@ extern int nm_gang_jobs_here(uint32_t *ids, uint32_t *uids, int max)
 {
 	int n = 0;
 
-	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+	if (!gang.sync_ready || pthread_mutex_trylock(&gang.lock))
 		return -1;
-	for (int i = 0; i < G.njobs && n < max; i++)
-		if (nm_gang_job_present(&G.jobs[i])) {
-			ids[n] = G.jobs[i].job_id;
-			uids[n++] = G.jobs[i].uid;
+	for (int i = 0; i < gang.njobs && n < max; i++)
+		if (nm_gang_job_present(&gang.jobs[i])) {
+			ids[n] = gang.jobs[i].job_id;
+			uids[n++] = gang.jobs[i].uid;
 		}
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&gang.lock);
 	return n;
 }
 
@@ -577,17 +582,18 @@ extern bool nm_gang_switch_lag(bool *has, int64_t *lag_us)
 	int64_t lag[NM_GANG_LAG_STROBES];
 	int n = 0;
 
-	if (!G.sync_ready || pthread_mutex_trylock(&G.lock))
+	if (!gang.sync_ready || pthread_mutex_trylock(&gang.lock))
 		return false;	/* not started, or busy: ask again later */
 	/* copied under the lock, sorted outside: on_commit waits on it */
-	for (uint64_t k = G.ring_n; k > 0 && G.ring_n - k < NM_GANG_TRACE &&
+	for (uint64_t k = gang.ring_n;
+	     k > 0 && gang.ring_n - k < NM_GANG_TRACE &&
 	     n < NM_GANG_LAG_STROBES; k--) {
-		const trace_t *t = &G.ring[(k - 1) % NM_GANG_TRACE];
+		const trace_t *t = &gang.ring[(k - 1) % NM_GANG_TRACE];
 
 		if (t->q == 0 && t->sent_ns)
 			lag[n++] = ((int64_t) t->done_ns - (int64_t) t->sent_ns) / 1000;
 	}
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&gang.lock);
 	*has = n > 0;
 	if (n) {
 		qsort(lag, (size_t) n, sizeof(lag[0]), cmp_i64);
@@ -606,48 +612,50 @@ static int ctl_gang(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 	uint64_t unc = 0;
 	bool known = nm_clock_estimate(&off, &unc);
 
-	pthread_mutex_lock(&G.lock);
+	pthread_mutex_lock(&gang.lock);
 	/* read under the lock: taken before it, a switch made while this
 	 * thread waited would be "frozen" since an instant after now, and the
 	 * unsigned age wrapped to 2^64 ns */
 	now = now_ns(CLOCK_MONOTONIC);
-	for (int i = 0; i < G.njobs; i++) {
-		bool whole = G.jobs[i].how == STORM_GANG_SWITCH_IDLE;
+	for (int i = 0; i < gang.njobs; i++) {
+		bool whole = gang.jobs[i].how == STORM_GANG_SWITCH_IDLE;
 
-		nfrozen += G.jobs[i].frozen;
-		if (G.jobs[i].frozen && now - G.jobs[i].frozen_ns > oldest)
-			oldest = now - G.jobs[i].frozen_ns;
-		nidle_now += G.jobs[i].idle && whole;
-		nbatch_idle += G.jobs[i].idle && !whole;
+		nfrozen += gang.jobs[i].frozen;
+		if (gang.jobs[i].frozen &&
+		    now - gang.jobs[i].frozen_ns > oldest)
+			oldest = now - gang.jobs[i].frozen_ns;
+		nidle_now += gang.jobs[i].idle && whole;
+		nbatch_idle += gang.jobs[i].idle && !whole;
 	}
 	o = snprintf(out, outlen,
 		     "epoch=%llu slot=%u table_gen=%llu quantum_us=%llu cgroup=v%d jobs=%d frozen=%d idle=%d batch_idle=%d strobes=%llu timed_switches=%llu freezes=%llu thaws=%llu idles=%llu failsafe=%s failsafe_events=%llu last_strobe_ms=%llu freezes_long=%llu freeze_max_us=%llu freezes_over_failsafe=%llu frozen_oldest_ms=%llu switch_at=%s late_switches=%llu clock_offset_ns=%lld clock_uncert_ns=%lld",
-		     (unsigned long long) G.last.epoch, G.last.slot,
-		     (unsigned long long) G.table_gen,
-		     (unsigned long long) G.last.quantum_us, nm_cg_version(),
-		     G.njobs, nfrozen, nidle_now, nbatch_idle,
-		     (unsigned long long) G.nstrobes,
-		     (unsigned long long) G.nsubs,
-		     (unsigned long long) G.counts.freezes,
-		     (unsigned long long) G.counts.thaws,
-		     (unsigned long long) G.counts.idles,
-		     G.failsafe.open ? "open" : "no",
-		     (unsigned long long) G.failsafe.nevents,
+		     (unsigned long long) gang.last.epoch, gang.last.slot,
+		     (unsigned long long) gang.table_gen,
+		     (unsigned long long) gang.last.quantum_us, nm_cg_version(),
+		     gang.njobs, nfrozen, nidle_now, nbatch_idle,
+		     (unsigned long long) gang.nstrobes,
+		     (unsigned long long) gang.nsubs,
+		     (unsigned long long) gang.counts.freezes,
+		     (unsigned long long) gang.counts.thaws,
+		     (unsigned long long) gang.counts.idles,
+		     gang.failsafe.open ? "open" : "no",
+		     (unsigned long long) gang.failsafe.nevents,
 		     (unsigned long long) ((now_ns(CLOCK_MONOTONIC) -
-					    G.failsafe.last_strobe_ns) / 1000000),
-		     (unsigned long long) G.counts.freezes_long,
-		     (unsigned long long) (G.counts.freeze_max_ns / 1000),
-		     (unsigned long long) G.counts.freezes_over_failsafe,
+					    gang.failsafe.last_strobe_ns) / 1000000),
+		     (unsigned long long) gang.counts.freezes_long,
+		     (unsigned long long) (gang.counts.freeze_max_ns / 1000),
+		     (unsigned long long) gang.counts.freezes_over_failsafe,
 		     (unsigned long long) (oldest / 1000000),
 
-		     mode_str(G.mode), (unsigned long long) G.late,
+		     mode_str(gang.mode), (unsigned long long) gang.late,
 		     (long long) off, known ? (long long) unc : -1LL);
-	for (int i = 0; i < G.njobs && o > 0 && (size_t) o < outlen; i++)
+	for (int i = 0; i < gang.njobs && o > 0 && (size_t) o < outlen; i++)
 		o += snprintf(out + o, outlen - o, " job%u=%s%s",
-			      G.jobs[i].job_id, nm_gang_job_state(&G.jobs[i]),
-			      G.jobs[i].mask == STORM_GANG_ALL_SLOTS ?
+			      gang.jobs[i].job_id,
+			      nm_gang_job_state(&gang.jobs[i]),
+			      gang.jobs[i].mask == STORM_GANG_ALL_SLOTS ?
 			      "(alone)" : "");
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&gang.lock);
 	return 0;
 }
 
@@ -671,14 +679,14 @@ static int ctl_trace(nm_t *nm, const nm_peer_t *peer, char *args, char *out,
 		snprintf(out, outlen, "usage: gang-trace [SINCE [Q]]");
 		return -EINVAL;
 	}
-	if (!(copy = malloc(sizeof(G.ring)))) {
+	if (!(copy = malloc(sizeof(gang.ring)))) {
 		snprintf(out, outlen, "out of memory");
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&G.lock);
-	n = G.ring_n;
-	memcpy(copy, G.ring, sizeof(G.ring));
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_lock(&gang.lock);
+	n = gang.ring_n;
+	memcpy(copy, gang.ring, sizeof(gang.ring));
+	pthread_mutex_unlock(&gang.lock);
 	first = n > NM_GANG_TRACE ? n - NM_GANG_TRACE : 0;
 	for (uint64_t i = first; i < n; i++) {
 		const trace_t *t = &copy[i % NM_GANG_TRACE];
@@ -737,13 +745,13 @@ static int init_sync(void)
 {
 	int rc;
 
-	if (G.sync_ready)
+	if (gang.sync_ready)
 		return 0;
-	if ((rc = storm_mutex_init_inherit(&G.lock)))
+	if ((rc = storm_mutex_init_inherit(&gang.lock)))
 		return -rc;
-	if ((rc = storm_cond_init_monotonic(&G.wake)))
+	if ((rc = storm_cond_init_monotonic(&gang.wake)))
 		return -rc;
-	G.sync_ready = true;
+	gang.sync_ready = true;
 	return 0;
 }
 
@@ -752,7 +760,7 @@ static int gang_init(nm_t *nm)
 	size_t rsize = 0;
 	int rc;
 
-	G.nm = nm;
+	gang.nm = nm;
 	nm_clock_init();
 	if ((rc = init_sync()))
 		return rc;
@@ -766,23 +774,23 @@ static int gang_init(nm_t *nm)
 			 rsize);
 		return -ENOSPC;
 	}
-	G.table_buf = calloc(1, sizeof(storm_gang_table_t) +
+	gang.table_buf = calloc(1, sizeof(storm_gang_table_t) +
 			      STORM_GANG_MAX_JOBS * sizeof(storm_gang_job_t));
-	if (!G.table_buf)
+	if (!gang.table_buf)
 		return -ENOMEM;
 	if ((rc = set_mm_peer(nm)))
 		goto fail;
 	nm_ctl_register("gang", ctl_gang);
 	nm_ctl_register("gang-trace", ctl_trace);
-	G.stop = false;
-	if ((rc = -pthread_create(&G.watcher, NULL, watcher_thread, NULL)))
+	gang.stop = false;
+	if ((rc = -pthread_create(&gang.watcher, NULL, watcher_thread, NULL)))
 		goto fail;
-	G.watcher_started = true;
+	gang.watcher_started = true;
 	storm_set_recv_fn(nm->ctx, on_commit, NULL);
 	return 0;
 fail:
-	free(G.table_buf);
-	G.table_buf = NULL;
+	free(gang.table_buf);
+	gang.table_buf = NULL;
 	return rc;
 }
 
@@ -792,28 +800,28 @@ static void gang_fini(nm_t *nm)
 
 	/* takes the ctx lock, so no on_commit() runs past this point */
 	storm_set_recv_fn(nm->ctx, NULL, NULL);
-	if (G.watcher_started) {
-		pthread_mutex_lock(&G.lock);
-		G.stop = true;
-		pthread_cond_signal(&G.wake);
-		pthread_mutex_unlock(&G.lock);
-		pthread_join(G.watcher, NULL);
-		G.watcher_started = false;
+	if (gang.watcher_started) {
+		pthread_mutex_lock(&gang.lock);
+		gang.stop = true;
+		pthread_cond_signal(&gang.wake);
+		pthread_mutex_unlock(&gang.lock);
+		pthread_join(gang.watcher, NULL);
+		gang.watcher_started = false;
 	}
 	nm_clock_fini();
-	pthread_mutex_lock(&G.lock);
+	pthread_mutex_lock(&gang.lock);
 	n = thaw_all(NULL);	/* fail open at exit too */
-	while (G.njobs)
-		drop_job(&G.jobs[0]);
+	while (gang.njobs)
+		drop_job(&gang.jobs[0]);
 	(void) nm_cg_idle_cleanup();	/* and our cpu-controller directory */
-	pthread_mutex_unlock(&G.lock);
+	pthread_mutex_unlock(&gang.lock);
 	if (n)
 		nm_info("gang: thawed %d job(s) on exit", n);
-	free(G.jobs);
-	G.jobs = NULL;
-	G.capjobs = 0;
-	free(G.table_buf);
-	G.table_buf = NULL;
+	free(gang.jobs);
+	gang.jobs = NULL;
+	gang.capjobs = 0;
+	free(gang.table_buf);
+	gang.table_buf = NULL;
 }
 
 const nm_module_t nm_gang_module = {

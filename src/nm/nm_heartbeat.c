@@ -50,7 +50,7 @@ static struct {
 	uint64_t fs_events;
 	bool fs_open, has_lag;
 	int64_t lag_us;
-} H = {
+} heartbeat = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
@@ -63,7 +63,7 @@ static beat_slot_t *free_slot(bool *in_flight)
 
 	*in_flight = false;
 	for (int i = 0; i < NM_HEARTBEAT_SLOTS; i++) {
-		beat_slot_t *b = &H.slot[i];
+		beat_slot_t *b = &heartbeat.slot[i];
 
 		if (b->op && storm_op_test(b->op, NULL) == -EAGAIN) {
 			*in_flight = true;
@@ -80,7 +80,7 @@ static beat_slot_t *free_slot(bool *in_flight)
 
 /* What the gang module knows for the report: its fail-safe and switch
  * lag, as last read (zero and none before the module started).  Called
- * with H.lock held. */
+ * with heartbeat.lock held. */
 static void report_gang(storm_node_report_t *rep)
 {
 	uint64_t events = 0;
@@ -88,17 +88,17 @@ static void report_gang(storm_node_report_t *rep)
 	bool open = false, has = false;
 
 	if (nm_gang_failsafe(&events, &open)) {
-		H.fs_events = events;
-		H.fs_open = open;
+		heartbeat.fs_events = events;
+		heartbeat.fs_open = open;
 	}
 	if (nm_gang_switch_lag(&has, &lag_us)) {
-		H.has_lag = has;
-		H.lag_us = has ? lag_us : 0;
+		heartbeat.has_lag = has;
+		heartbeat.lag_us = has ? lag_us : 0;
 	}
-	rep->failsafe_events = H.fs_events;
-	rep->failsafe_open = H.fs_open;
-	rep->has_lag = H.has_lag;
-	rep->switch_lag_us = H.lag_us;
+	rep->failsafe_events = heartbeat.fs_events;
+	rep->failsafe_open = heartbeat.fs_open;
+	rep->has_lag = heartbeat.has_lag;
+	rep->switch_lag_us = heartbeat.lag_us;
 }
 
 static void beat(nm_t *nm)
@@ -111,13 +111,13 @@ static void beat(nm_t *nm)
 	if (!nm->ctx || nm->rank >= STORM_REPORT_MAX_RANKS)
 		return;
 	if (!(b = free_slot(&in_flight))) {
-		H.skipped++;
+		heartbeat.skipped++;
 		return;
 	}
-	H.overlapped += in_flight;
+	heartbeat.overlapped += in_flight;
 	b->rep.magic = STORM_REPORT_MAGIC;
 	b->rep.rank = (uint32_t) nm->rank;
-	b->rep.beat = ++H.beat;
+	b->rep.beat = ++heartbeat.beat;
 	nm_reject_counts(nm, b->rep.rejected);
 	report_gang(&b->rep);
 	storm_set_clear(&mm);
@@ -140,14 +140,15 @@ static void *heartbeat_thread(void *arg)
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		nm_info("heartbeat: no SCHED_FIFO (%s): under load a live node may look silent to the machine manager",
 			strerror(errno));
-	pthread_mutex_lock(&H.lock);
-	while (!H.stop) {
+	pthread_mutex_lock(&heartbeat.lock);
+	while (!heartbeat.stop) {
 		beat(nm);
 		/* read each time: a reconfiguration may change SuspectTime */
-		storm_wait_unless_stopped(&H.wake, &H.lock, &H.stop,
-				       storm_conf_beat_us(&nm->conf));
+		storm_wait_unless_stopped(&heartbeat.wake, &heartbeat.lock,
+					  &heartbeat.stop,
+					  storm_conf_beat_us(&nm->conf));
 	}
-	pthread_mutex_unlock(&H.lock);
+	pthread_mutex_unlock(&heartbeat.lock);
 	return NULL;
 }
 
@@ -155,16 +156,16 @@ static int heartbeat_init(nm_t *nm)
 {
 	int rc;
 
-	pthread_cond_destroy(&H.wake);
-	if ((rc = storm_cond_init_monotonic(&H.wake)))
+	pthread_cond_destroy(&heartbeat.wake);
+	if ((rc = storm_cond_init_monotonic(&heartbeat.wake)))
 		return -rc;
 	/* a restarted node manager starts elsewhere than where it left */
-	H.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
-	H.stop = false;
-	rc = pthread_create(&H.tid, NULL, heartbeat_thread, nm);
+	heartbeat.beat = ((uint64_t) getpid() << 32) ^ (uint64_t) time(NULL);
+	heartbeat.stop = false;
+	rc = pthread_create(&heartbeat.tid, NULL, heartbeat_thread, nm);
 	if (rc)
 		return -rc;
-	H.started = true;
+	heartbeat.started = true;
 	nm_info("heartbeat: to the machine manager every %llu us (SuspectTime=%llu us)",
 		(unsigned long long) storm_conf_beat_us(&nm->conf),
 		(unsigned long long) nm->conf.suspect_time_us);
@@ -174,25 +175,26 @@ static int heartbeat_init(nm_t *nm)
 static void heartbeat_fini(nm_t *nm)
 {
 	(void) nm;
-	if (!H.started)
+	if (!heartbeat.started)
 		return;
-	pthread_mutex_lock(&H.lock);
-	H.stop = true;
-	pthread_cond_signal(&H.wake);
-	pthread_mutex_unlock(&H.lock);
-	pthread_join(H.tid, NULL);
-	H.started = false;
+	pthread_mutex_lock(&heartbeat.lock);
+	heartbeat.stop = true;
+	pthread_cond_signal(&heartbeat.wake);
+	pthread_mutex_unlock(&heartbeat.lock);
+	pthread_join(heartbeat.tid, NULL);
+	heartbeat.started = false;
 	/* the fabric closes after the modules; reports still in flight
 	 * are abandoned with their ops */
 	for (int i = 0; i < NM_HEARTBEAT_SLOTS; i++) {
-		if (H.slot[i].op)
-			storm_op_free(H.slot[i].op);
-		H.slot[i].op = NULL;
+		if (heartbeat.slot[i].op)
+			storm_op_free(heartbeat.slot[i].op);
+		heartbeat.slot[i].op = NULL;
 	}
-	if (H.skipped || H.overlapped)
+	if (heartbeat.skipped || heartbeat.overlapped)
 		nm_info("heartbeat: %llu beats sent while an earlier one was still in flight, %llu skipped with %d in flight",
-			(unsigned long long) H.overlapped,
-			(unsigned long long) H.skipped, NM_HEARTBEAT_SLOTS);
+			(unsigned long long) heartbeat.overlapped,
+			(unsigned long long) heartbeat.skipped,
+			NM_HEARTBEAT_SLOTS);
 }
 
 const nm_module_t nm_heartbeat_module = {

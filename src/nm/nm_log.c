@@ -14,13 +14,17 @@
 #include "nm.h"
 #include "src/common/storm_mutex.h"
 
-static FILE *log_fp;
-static nm_level_t log_level = NM_INFO;
-/* real-time threads log too (storm_mutex.h): made priority-inheriting by
- * the first nm_log_open(), before any thread starts */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool log_lock_inherits;
-static char log_tag[96] = NM_NAME;
+static struct {
+	FILE *fp;
+	nm_level_t level;
+	/* real-time threads log too (storm_mutex.h): made
+	 * priority-inheriting by the first nm_log_open(), before any thread
+	 * starts */
+	pthread_mutex_t lock;
+	bool lock_inherits;
+	char tag[96];
+} logger = { .level = NM_INFO, .lock = PTHREAD_MUTEX_INITIALIZER,
+	     .tag = NM_NAME };
 
 extern int nm_log_open(const char *path, nm_level_t level)
 {
@@ -32,25 +36,25 @@ extern int nm_log_open(const char *path, nm_level_t level)
 			return -1;
 		setvbuf(fp, NULL, _IOLBF, 0);
 	}
-	if (!log_lock_inherits)
-		log_lock_inherits = !storm_mutex_init_inherit(&log_lock);
-	pthread_mutex_lock(&log_lock);
-	if (log_fp && log_fp != stderr)
-		fclose(log_fp);
-	log_fp = fp ? fp : stderr;
-	log_level = level;
-	pthread_mutex_unlock(&log_lock);
+	if (!logger.lock_inherits)
+		logger.lock_inherits = !storm_mutex_init_inherit(&logger.lock);
+	pthread_mutex_lock(&logger.lock);
+	if (logger.fp && logger.fp != stderr)
+		fclose(logger.fp);
+	logger.fp = fp ? fp : stderr;
+	logger.level = level;
+	pthread_mutex_unlock(&logger.lock);
 	return 0;
 }
 
 extern int nm_log_fd(void)
 {
-	return log_fp ? fileno(log_fp) : -1;
+	return logger.fp ? fileno(logger.fp) : -1;
 }
 
 extern void nm_log_set_tag(const char *node)
 {
-	snprintf(log_tag, sizeof(log_tag), "%s %s", NM_NAME, node);
+	snprintf(logger.tag, sizeof(logger.tag), "%s %s", NM_NAME, node);
 }
 
 extern void nm_log(nm_level_t level, const char *fmt, ...)
@@ -61,21 +65,21 @@ extern void nm_log(nm_level_t level, const char *fmt, ...)
 	char ts[32];
 	va_list ap;
 
-	if (level > log_level)
+	if (level > logger.level)
 		return;
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-	pthread_mutex_lock(&log_lock);
-	if (!log_fp)
-		log_fp = stderr;
-	fprintf(log_fp, "[%s.%03ld] %s: %s", ts, (long) tv.tv_usec / 1000,
-		log_tag, prefix[level]);
+	pthread_mutex_lock(&logger.lock);
+	if (!logger.fp)
+		logger.fp = stderr;
+	fprintf(logger.fp, "[%s.%03ld] %s: %s", ts, (long) tv.tv_usec / 1000,
+		logger.tag, prefix[level]);
 	va_start(ap, fmt);
-	vfprintf(log_fp, fmt, ap);
+	vfprintf(logger.fp, fmt, ap);
 	va_end(ap);
-	fputc('\n', log_fp);
-	pthread_mutex_unlock(&log_lock);
+	fputc('\n', logger.fp);
+	pthread_mutex_unlock(&logger.lock);
 }
 
 extern void nm_log_mech(void *arg, storm_log_level_t lvl, const char *msg)

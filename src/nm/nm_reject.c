@@ -13,7 +13,7 @@ static _Atomic uint64_t counted[STORM_REJECT_KINDS];
 static struct {
 	uint64_t logged[STORM_REJECT_KINDS];
 	time_t last_log;
-} T;
+} reject_counts;
 
 extern void nm_reject_count(enum storm_reject_kind kind)
 {
@@ -43,11 +43,11 @@ static void summarize(const uint64_t now[])
 	uint64_t d[STORM_REJECT_KINDS];
 
 	for (int k = 0; k < STORM_REJECT_KINDS; k++)
-		d[k] = now[k] - T.logged[k];
+		d[k] = now[k] - reject_counts.logged[k];
 	nm_info("refused in the last %d s: control socket %" PRIu64 ", BcastPort %" PRIu64 ", fabric %" PRIu64,
 		NM_REJECT_LOG_S, d[STORM_REJECT_CTL], d[STORM_REJECT_BCAST],
 		d[STORM_REJECT_FABRIC]);
-	memcpy(T.logged, now, sizeof(T.logged));
+	memcpy(reject_counts.logged, now, sizeof(reject_counts.logged));
 }
 
 extern void nm_reject_tick(nm_t *nm)
@@ -55,11 +55,11 @@ extern void nm_reject_tick(nm_t *nm)
 	uint64_t now[STORM_REJECT_KINDS];
 	time_t t = time(NULL);
 
-	if (t - T.last_log < NM_REJECT_LOG_S)
+	if (t - reject_counts.last_log < NM_REJECT_LOG_S)
 		return;
 	nm_reject_counts(nm, now);
-	if (moved(now, T.logged)) {
-		T.last_log = t;
+	if (moved(now, reject_counts.logged)) {
+		reject_counts.last_log = t;
 		summarize(now);
 	}
 }

@@ -81,17 +81,17 @@ static struct {
 	int nverify;
 	struct { uid_t uid; int n; } user[RELAY_MAX_BCASTS];
 	int nbcast;
-} R = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
+} relay = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER };
 
 /* The credential is checked (or failed): free the verification slot. */
 static void verified(conn_t *c)
 {
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	if (c->verifying)
-		R.nverify--;
+		relay.nverify--;
 	c->verifying = false;
-	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&relay.lock);
 }
 
 /* One of uid's broadcast slots, or an answer why not. */
@@ -99,44 +99,44 @@ static int user_slot_take(uid_t uid, char *err, size_t errlen)
 {
 	int free_i = -1, rc = 0;
 
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	for (int i = 0; i < RELAY_MAX_BCASTS; i++) {
-		if (R.user[i].n && R.user[i].uid == uid) {
-			if (R.user[i].n >= RELAY_MAX_PER_USER) {
+		if (relay.user[i].n && relay.user[i].uid == uid) {
+			if (relay.user[i].n >= RELAY_MAX_PER_USER) {
 				snprintf(err, errlen, "node manager busy: user %u has %d broadcasts through this node at once, try again",
-					 (unsigned) uid, R.user[i].n);
+					 (unsigned) uid, relay.user[i].n);
 				rc = -1;
 			} else
-				R.user[i].n++;
+				relay.user[i].n++;
 			goto out;
 		}
-		if (!R.user[i].n && free_i < 0)
+		if (!relay.user[i].n && free_i < 0)
 			free_i = i;
 	}
-	if (R.nbcast >= RELAY_MAX_BCASTS || free_i < 0) {
+	if (relay.nbcast >= RELAY_MAX_BCASTS || free_i < 0) {
 		snprintf(err, errlen, "node manager busy: too many broadcasts at once, try again");
 		rc = -1;
 		goto out;
 	}
-	R.user[free_i].uid = uid;
-	R.user[free_i].n = 1;
+	relay.user[free_i].uid = uid;
+	relay.user[free_i].n = 1;
 out:
 	if (!rc)
-		R.nbcast++;
-	pthread_mutex_unlock(&R.lock);
+		relay.nbcast++;
+	pthread_mutex_unlock(&relay.lock);
 	return rc;
 }
 
 static void user_slot_give(uid_t uid)
 {
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	for (int i = 0; i < RELAY_MAX_BCASTS; i++)
-		if (R.user[i].n && R.user[i].uid == uid) {
-			R.user[i].n--;
-			R.nbcast--;
+		if (relay.user[i].n && relay.user[i].uid == uid) {
+			relay.user[i].n--;
+			relay.nbcast--;
 			break;
 		}
-	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&relay.lock);
 }
 
 /* The error of a transfer that did not reach `failed`: fmt takes their
@@ -161,7 +161,7 @@ static int xfer_all(const storm_set_t *set, const void *data, uint64_t len,
 		    size_t errlen)
 {
 	storm_set_t failed;
-	int mrc = storm_xfer_sync(R.nm->ctx, set, data, len, offset,
+	int mrc = storm_xfer_sync(relay.nm->ctx, set, data, len, offset,
 				  STORM_NO_EVENT, &failed);
 
 	if (!mrc)
@@ -243,7 +243,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	t[0] = nm_relay_now_ms();
 	nm_relay_report_phase(key, STORM_RELAY_DATA);
 	if (storm_set_count(set) &&
-	    (mrc = storm_xfer_stream(R.nm->ctx, set, map, size,
+	    (mrc = storm_xfer_stream(relay.nm->ctx, set, map, size,
 				     STORM_BCAST_DATA | key, STORM_NO_EVENT,
 				     STORM_NO_EVENT, &op))) {
 		snprintf(err, errlen, "cannot start the transfer: %s",
@@ -260,7 +260,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 	}
 	if (!nm_bcast_file_verify(f)) {
 		snprintf(err, errlen, "node %s: %s (the file changed while srun sent it?)",
-			 R.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
+			 relay.nm->node, storm_bcast_state_str(STORM_BCAST_EBADMSG));
 		goto fail;
 	}
 	if (!op) {
@@ -298,7 +298,7 @@ static int send_go(const storm_set_t *set, uint64_t key, char *err,
 	    xfer_all(set, "", 0, STORM_BCAST_GO | key, key,
 		     "node(s) %s did not receive the go-ahead: %s", err, errlen))
 		return -1;
-	nm_bcast_go(R.nm->rank, key);
+	nm_bcast_go(relay.nm->rank, key);
 	return 0;
 }
 
@@ -319,10 +319,10 @@ static int parse_nodes(const char *list, storm_set_t *set, char *err,
 	while (!rc && (host = slurm_hostlist_shift(hl))) {
 		int i;
 
-		for (i = 0; i < R.nm->nnodes; i++)
-			if (!strcmp(R.nm->nodes[i].name, host))
+		for (i = 0; i < relay.nm->nnodes; i++)
+			if (!strcmp(relay.nm->nodes[i].name, host))
 				break;
-		if (i == R.nm->nnodes) {
+		if (i == relay.nm->nnodes) {
 			snprintf(err, errlen, "node %s is not in the node table",
 				 host);
 			rc = -1;
@@ -332,9 +332,9 @@ static int parse_nodes(const char *list, storm_set_t *set, char *err,
 		free(host);
 	}
 	slurm_hostlist_destroy(hl);
-	if (!rc && !storm_set_has(set, R.nm->rank)) {
+	if (!rc && !storm_set_has(set, relay.nm->rank)) {
 		snprintf(err, errlen, "this node (%s) is not one of the step's nodes %.200s",
-			 R.nm->node, list);
+			 relay.nm->node, list);
 		rc = -1;
 	}
 	return rc;
@@ -379,10 +379,10 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	bool reported = false;
 
 	err[0] = '\0';
-	if (rq->hdr.size <= R.nm->conf.bcast_max_bytes)
+	if (rq->hdr.size <= relay.nm->conf.bcast_max_bytes)
 		*unread = rq->hdr.size;
-	if (rq->hdr.size > R.nm->conf.bcast_max_bytes) {
-		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+	if (rq->hdr.size > relay.nm->conf.bcast_max_bytes) {
+		snprintf(err, sizeof(err), "node %s: %s", relay.nm->node,
 			 storm_bcast_state_str(STORM_BCAST_EFBIG));
 		goto done;
 	}
@@ -392,7 +392,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	verified(c);
 	if (st != STORM_BCAST_READY) {
 		nm_reject_count(STORM_REJECT_BCAST);
-		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+		snprintf(err, sizeof(err), "node %s: %s", relay.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;
 	}
@@ -405,7 +405,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 			 rq->hdr.size, size);
 		goto done;
 	}
-	storm_set_remove(&set, R.nm->rank);
+	storm_set_remove(&set, relay.nm->rank);
 	nm_relay_report_begin(key, nm_bcast_file_job(f), size,
 			      storm_set_count(&set));
 	t_begin = nm_relay_now_ms();
@@ -421,7 +421,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	st = nm_bcast_finish(f, true);
 	f = NULL;
 	if (st != STORM_BCAST_DONE) {
-		snprintf(err, sizeof(err), "node %s: %s", R.nm->node,
+		snprintf(err, sizeof(err), "node %s: %s", relay.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;
 	}
@@ -432,7 +432,7 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	/* recv (srun to this node) and data (this node to the last one's
 	 * acknowledgement) both start at ready and overlap */
 	snprintf(msg, msglen, "relay=%s check_ms=%.3f ready_ms=%.3f recv_ms=%.3f data_ms=%.3f confirm_ms=%.3f go_ms=%.3f",
-		 R.nm->node, t_man - t0, t_mc[0] - t_man, t_mc[1] - t_mc[0],
+		 relay.nm->node, t_man - t0, t_mc[0] - t_man, t_mc[1] - t_mc[0],
 		 t_mc[2] - t_mc[0], t_end - t_mc[2], t_go - t_end);
 	nm_verbose("relay: %" PRIu64 " bytes to %s: %s", size, nodes, msg);
 	rc = 0;
@@ -453,17 +453,17 @@ done:
 
 static void conn_release(conn_t *c)
 {
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	if (c->verifying)
-		R.nverify--;
+		relay.nverify--;
 	c->verifying = false;
 	for (int i = 0; i < RELAY_MAX_THREADS; i++)
-		if (R.conn[i] == c->fd) {
-			R.conn[i] = -1;
-			R.nconn--;
+		if (relay.conn[i] == c->fd) {
+			relay.conn[i] = -1;
+			relay.nconn--;
 		}
-	pthread_cond_broadcast(&R.cond);
-	pthread_mutex_unlock(&R.lock);
+	pthread_cond_broadcast(&relay.cond);
+	pthread_mutex_unlock(&relay.lock);
 	close(c->fd);
 	nm_relay_req_free(c->req);
 	free(c->req);
@@ -504,7 +504,7 @@ static void *conn_main(void *arg)
 
 static void set_timeouts(int fd)
 {
-	uint64_t us = R.nm->conf.timeout_us;
+	uint64_t us = relay.nm->conf.timeout_us;
 	struct timeval tv = { .tv_sec = (time_t) (us / 1000000),
 			      .tv_usec = (suseconds_t) (us % 1000000) };
 
@@ -519,20 +519,20 @@ static const char *conn_admit(int fd)
 	const char *why = NULL;
 	int slot = -1;
 
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	for (int i = 0; i < RELAY_MAX_THREADS && slot < 0; i++)
-		if (R.conn[i] < 0)
+		if (relay.conn[i] < 0)
 			slot = i;
-	if (R.nverify >= RELAY_MAX_VERIFY)
+	if (relay.nverify >= RELAY_MAX_VERIFY)
 		why = "node manager busy: too many requests being verified at once, try again";
 	else if (slot < 0)
 		why = "node manager busy: too many broadcasts at once, try again";
 	else {
-		R.conn[slot] = fd;
-		R.nconn++;
-		R.nverify++;
+		relay.conn[slot] = fd;
+		relay.nconn++;
+		relay.nverify++;
 	}
-	pthread_mutex_unlock(&R.lock);
+	pthread_mutex_unlock(&relay.lock);
 	return why;
 }
 
@@ -574,43 +574,44 @@ static int relay_init(nm_t *nm)
 	char port[16];
 	int one = 1, rc;
 
-	R.nm = nm;
-	R.stop = false;
-	nm_relay_state_init(nm, &R.stop);
+	relay.nm = nm;
+	relay.stop = false;
+	nm_relay_state_init(nm, &relay.stop);
 	for (int i = 0; i < RELAY_MAX_THREADS; i++)
-		R.conn[i] = -1;
-	R.port = storm_conf_port(nm->conf.bcast_port_lo, nm->conf.bcast_port_hi,
-				 nm->rank);
-	snprintf(port, sizeof(port), "%d", R.port);
+		relay.conn[i] = -1;
+	relay.port = storm_conf_port(nm->conf.bcast_port_lo,
+				     nm->conf.bcast_port_hi, nm->rank);
+	snprintf(port, sizeof(port), "%d", relay.port);
 	if ((rc = getaddrinfo(addr, port, &hints, &ai)) || !ai) {
 		nm_error("relay: cannot resolve %s: %s", addr, gai_strerror(rc));
 		return -EINVAL;
 	}
-	R.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (R.lfd < 0 ||
-	    setsockopt(R.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(R.lfd, ai->ai_addr, ai->ai_addrlen) || listen(R.lfd, 512)) {
+	relay.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (relay.lfd < 0 ||
+	    setsockopt(relay.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(relay.lfd, ai->ai_addr, ai->ai_addrlen) ||
+	    listen(relay.lfd, 512)) {
 		rc = -errno;
 		nm_error("relay: cannot listen on %s:%d (BcastPort): %s", addr,
-			 R.port, strerror(-rc));
+			 relay.port, strerror(-rc));
 		freeaddrinfo(ai);
-		if (R.lfd >= 0)
-			close(R.lfd);
-		R.lfd = -1;
+		if (relay.lfd >= 0)
+			close(relay.lfd);
+		relay.lfd = -1;
 		return rc;
 	}
 	freeaddrinfo(ai);
-	if ((rc = nm_relay_door_start(R.lfd, nm->conf.bcast_request_us,
+	if ((rc = nm_relay_door_start(relay.lfd, nm->conf.bcast_request_us,
 				      on_request, NULL))) {
 		nm_error("relay: cannot start the door on BcastPort: %s",
 			 strerror(-rc));
-		close(R.lfd);
-		R.lfd = -1;
+		close(relay.lfd);
+		relay.lfd = -1;
 		return rc;
 	}
-	R.door_started = true;
+	relay.door_started = true;
 	nm_info("relay: srun hands broadcasts to %s:%d (BcastPort)", addr,
-		R.port);
+		relay.port);
 	return 0;
 }
 
@@ -618,29 +619,31 @@ static void relay_fini(nm_t *nm)
 {
 	struct timespec ts;
 
-	pthread_mutex_lock(&R.lock);
-	R.stop = true;	/* waits in nm_relay_wait_state end within 2 ms */
-	pthread_mutex_unlock(&R.lock);
-	if (R.door_started)
+	pthread_mutex_lock(&relay.lock);
+	relay.stop = true;	/* waits in nm_relay_wait_state end within 2 ms */
+	pthread_mutex_unlock(&relay.lock);
+	if (relay.door_started)
 		nm_relay_door_stop();
-	R.door_started = false;
-	if (R.lfd >= 0)
-		close(R.lfd);
-	R.lfd = -1;
+	relay.door_started = false;
+	if (relay.lfd >= 0)
+		close(relay.lfd);
+	relay.lfd = -1;
 	/* Connections end on their own within Timeout; cut their sockets so
 	 * that a transfer from srun stops now (its file is unlinked). */
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += 2 * (time_t) (nm->conf.timeout_us / 1000000) + 5;
-	pthread_mutex_lock(&R.lock);
+	pthread_mutex_lock(&relay.lock);
 	for (int i = 0; i < RELAY_MAX_THREADS; i++)
-		if (R.conn[i] >= 0)
-			shutdown(R.conn[i], SHUT_RDWR);
-	while (R.nconn > 0)
-		if (pthread_cond_timedwait(&R.cond, &R.lock, &ts) == ETIMEDOUT)
+		if (relay.conn[i] >= 0)
+			shutdown(relay.conn[i], SHUT_RDWR);
+	while (relay.nconn > 0)
+		if (pthread_cond_timedwait(&relay.cond, &relay.lock, &ts) ==
+		    ETIMEDOUT)
 			break;
-	if (R.nconn > 0)
-		nm_error("relay: %d broadcast(s) still running at exit", R.nconn);
-	pthread_mutex_unlock(&R.lock);
+	if (relay.nconn > 0)
+		nm_error("relay: %d broadcast(s) still running at exit",
+			 relay.nconn);
+	pthread_mutex_unlock(&relay.lock);
 }
 
 const nm_module_t nm_relay_module = {

@@ -62,7 +62,7 @@ static struct {
 	nm_relay_door_stats_t st;
 	nm_relay_door_stats_t reported;	/* at the last summary line */
 	uint64_t next_report_ns;
-} D = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+} door = { .lfd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t now_ns(void)
 {
@@ -74,21 +74,21 @@ static uint64_t now_ns(void)
 
 static void count(uint64_t *field)
 {
-	pthread_mutex_lock(&D.lock);
+	pthread_mutex_lock(&door.lock);
 	(*field)++;
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_unlock(&door.lock);
 }
 
 /* One summary line per interval instead of a line per refused connection:
  * junk on the port must not flood the log. */
 static void report(uint64_t now)
 {
-	nm_relay_door_stats_t s, *r = &D.reported;
+	nm_relay_door_stats_t s, *r = &door.reported;
 	uint64_t refused;
 
-	if (now < D.next_report_ns)
+	if (now < door.next_report_ns)
 		return;
-	D.next_report_ns = now + DOOR_REPORT_NS;
+	door.next_report_ns = now + DOOR_REPORT_NS;
 	nm_relay_door_stats(&s);
 	refused = (s.malformed - r->malformed) + (s.incomplete - r->incomplete) +
 		  (s.timed_out - r->timed_out) + (s.evicted - r->evicted);
@@ -122,21 +122,21 @@ static void answer(int fd, const char *msg)
 
 static void drop(int i)
 {
-	pending_t *e = &D.p[i];
+	pending_t *e = &door.p[i];
 
 	close(e->fd);
 	if (e->req) {
 		nm_relay_req_free(e->req);
 		free(e->req);
 	}
-	D.p[i] = D.p[--D.n];
+	door.p[i] = door.p[--door.n];
 }
 
 /* Answer, stop sending, and read what the peer still sends until it
  * closes or the deadline passes. */
 static void refuse(int i, const char *msg, uint64_t *field)
 {
-	pending_t *e = &D.p[i];
+	pending_t *e = &door.p[i];
 
 	count(field);
 	nm_reject_count(STORM_REJECT_BCAST);
@@ -155,10 +155,10 @@ static void evict_oldest(void)
 {
 	int old = 0;
 
-	for (int i = 1; i < D.n; i++)
-		if (D.p[i].seq < D.p[old].seq)
+	for (int i = 1; i < door.n; i++)
+		if (door.p[i].seq < door.p[old].seq)
 			old = i;
-	count(&D.st.evicted);
+	count(&door.st.evicted);
 	nm_reject_count(STORM_REJECT_BCAST);
 	drop(old);
 }
@@ -174,18 +174,19 @@ static void take(int fd, uint64_t now)
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (D.n == DOOR_MAX_PENDING)
+	if (door.n == DOOR_MAX_PENDING)
 		evict_oldest();
-	e = &D.p[D.n++];
-	*e = (pending_t) { .fd = fd, .deadline_ns = now + D.request_ns,
-			   .seq = D.seq++, .req = req };
-	count(&D.st.accepted);
+	e = &door.p[door.n++];
+	*e = (pending_t) { .fd = fd, .deadline_ns = now + door.request_ns,
+			   .seq = door.seq++, .req = req };
+	count(&door.st.accepted);
 }
 
 static void accept_some(uint64_t now)
 {
 	for (int k = 0; k < DOOR_ACCEPT_BURST; k++) {
-		int fd = accept4(D.lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(door.lfd, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
@@ -201,21 +202,21 @@ static void accept_some(uint64_t now)
 /* The request is complete: hand the connection on, blocking again. */
 static void hand_on(int i)
 {
-	pending_t *e = &D.p[i];
+	pending_t *e = &door.p[i];
 	int fd = e->fd, fl = fcntl(fd, F_GETFL);
 	nm_relay_req_t *req = e->req;
 
-	count(&D.st.complete);
+	count(&door.st.complete);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	D.p[i] = D.p[--D.n];
-	D.cb(fd, req, D.arg);
+	door.p[i] = door.p[--door.n];
+	door.cb(fd, req, door.arg);
 }
 
 /* Read what entry i has for us; returns whether it left the table. */
 static bool serve_one(int i)
 {
-	pending_t *e = &D.p[i];
+	pending_t *e = &door.p[i];
 	char buf[4096], err[256];
 	size_t want = e->closing ? sizeof(buf) :
 		      nm_relay_req_want(e->req, sizeof(buf));
@@ -227,7 +228,7 @@ static bool serve_one(int i)
 	if (n <= 0) {
 		if (!e->closing)
 			refuse(i, "no request: connection closed before the request was complete",
-			       &D.st.incomplete);
+			       &door.st.incomplete);
 		drop(i);
 		return true;
 	}
@@ -239,16 +240,16 @@ static bool serve_one(int i)
 		return true;
 	}
 	if (rc < 0) {
-		refuse(i, err, &D.st.malformed);
-		e->deadline_ns = now_ns() + D.request_ns;
+		refuse(i, err, &door.st.malformed);
+		e->deadline_ns = now_ns() + door.request_ns;
 	}
 	return false;
 }
 
 static void expire(uint64_t now)
 {
-	for (int i = 0; i < D.n;) {
-		pending_t *e = &D.p[i];
+	for (int i = 0; i < door.n;) {
+		pending_t *e = &door.p[i];
 
 		if (e->deadline_ns > now) {
 			i++;
@@ -256,8 +257,8 @@ static void expire(uint64_t now)
 		}
 		if (!e->closing) {
 			refuse(i, "no request within BcastRequestTimeout",
-			       &D.st.timed_out);
-			e->deadline_ns = now + D.request_ns;
+			       &door.st.timed_out);
+			e->deadline_ns = now + door.request_ns;
 			i++;
 			continue;
 		}
@@ -269,9 +270,9 @@ static int poll_timeout_ms(uint64_t now)
 {
 	uint64_t first = now + 200000000ull;
 
-	for (int i = 0; i < D.n; i++)
-		if (D.p[i].deadline_ns < first)
-			first = D.p[i].deadline_ns;
+	for (int i = 0; i < door.n; i++)
+		if (door.p[i].deadline_ns < first)
+			first = door.p[i].deadline_ns;
 	return first <= now ? 0 : (int) ((first - now + 999999) / 1000000);
 }
 
@@ -280,21 +281,21 @@ static void *door_main(void *arg)
 	static struct pollfd pf[DOOR_MAX_PENDING + 1];
 
 	(void) arg;
-	while (!D.stop) {
-		int n = D.n, k;
+	while (!door.stop) {
+		int n = door.n, k;
 		uint64_t now = now_ns();
 
-		pf[0] = (struct pollfd) { .fd = D.lfd, .events = POLLIN };
+		pf[0] = (struct pollfd) { .fd = door.lfd, .events = POLLIN };
 		for (int i = 0; i < n; i++)
-			pf[i + 1] = (struct pollfd) { .fd = D.p[i].fd,
+			pf[i + 1] = (struct pollfd) { .fd = door.p[i].fd,
 						      .events = POLLIN };
 		k = poll(pf, (nfds_t) n + 1, poll_timeout_ms(now));
 		now = now_ns();
 		/* entries move when one leaves: walk from the end, so that
-		 * pf[i + 1] still describes D.p[i] for every i not yet seen */
+		 * pf[i + 1] still describes door.p[i] for every i not yet seen */
 		for (int i = n - 1; k > 0 && i >= 0; i--)
-			if (pf[i + 1].revents && i < D.n &&
-			    D.p[i].fd == pf[i + 1].fd)
+			if (pf[i + 1].revents && i < door.n &&
+			    door.p[i].fd == pf[i + 1].fd)
 				serve_one(i);
 		expire(now);
 		if (k > 0 && (pf[0].revents & POLLIN))
@@ -311,33 +312,33 @@ extern int nm_relay_door_start(int lfd, uint64_t request_us,
 
 	if (fl < 0 || fcntl(lfd, F_SETFL, fl | O_NONBLOCK))
 		return -errno;
-	D.lfd = lfd;
-	D.request_ns = request_us * 1000ull;
-	D.cb = cb;
-	D.arg = arg;
-	D.stop = false;
-	D.n = 0;
-	D.next_report_ns = now_ns() + DOOR_REPORT_NS;
-	if ((rc = pthread_create(&D.thread, NULL, door_main, NULL)))
+	door.lfd = lfd;
+	door.request_ns = request_us * 1000ull;
+	door.cb = cb;
+	door.arg = arg;
+	door.stop = false;
+	door.n = 0;
+	door.next_report_ns = now_ns() + DOOR_REPORT_NS;
+	if ((rc = pthread_create(&door.thread, NULL, door_main, NULL)))
 		return -rc;
-	D.started = true;
+	door.started = true;
 	return 0;
 }
 
 extern void nm_relay_door_stop(void)
 {
-	D.stop = true;
-	if (D.started)
-		pthread_join(D.thread, NULL);
-	D.started = false;
-	while (D.n)
-		drop(D.n - 1);
+	door.stop = true;
+	if (door.started)
+		pthread_join(door.thread, NULL);
+	door.started = false;
+	while (door.n)
+		drop(door.n - 1);
 	report(UINT64_MAX);
 }
 
 extern void nm_relay_door_stats(nm_relay_door_stats_t *st)
 {
-	pthread_mutex_lock(&D.lock);
-	*st = D.st;
-	pthread_mutex_unlock(&D.lock);
+	pthread_mutex_lock(&door.lock);
+	*st = door.st;
+	pthread_mutex_unlock(&door.lock);
 }

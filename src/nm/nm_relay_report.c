@@ -21,7 +21,7 @@ static struct {
 	storm_op_t *op;
 	uint64_t sent_seq;
 	uint64_t last_send_ms;
-} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} relay_report = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t now_us(clockid_t clk)
 {
@@ -34,23 +34,25 @@ static uint64_t now_us(clockid_t clk)
 /* The record of key, or NULL when a newer broadcast took the view. */
 static storm_relay_report_t *mine(uint64_t key)
 {
-	return P.cur.magic && P.cur.key == key ? &P.cur : NULL;
+	return relay_report.cur.magic && relay_report.cur.key == key ?
+	       &relay_report.cur : NULL;
 }
 
 static void touch(storm_relay_report_t *r)
 {
 	if (r->phase < STORM_RELAY_DONE)
-		r->elapsed_us = now_us(CLOCK_MONOTONIC) - P.start_mono_us;
+		r->elapsed_us = now_us(CLOCK_MONOTONIC) -
+				relay_report.start_mono_us;
 	r->seq++;
 }
 
 extern void nm_relay_report_begin(uint64_t key, uint32_t job, uint64_t size,
 				  int nnodes)
 {
-	storm_relay_report_t *r = &P.cur;
+	storm_relay_report_t *r = &relay_report.cur;
 	uint64_t seq;
 
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&relay_report.lock);
 	seq = r->seq;
 	r->magic = STORM_RELAY_REPORT_MAGIC;
 	r->key = key;
@@ -65,32 +67,32 @@ extern void nm_relay_report_begin(uint64_t key, uint32_t job, uint64_t size,
 	memset(r->done, 0, sizeof(r->done));
 	r->count++;
 	r->seq = seq + 1;
-	P.start_mono_us = now_us(CLOCK_MONOTONIC);
-	pthread_mutex_unlock(&P.lock);
+	relay_report.start_mono_us = now_us(CLOCK_MONOTONIC);
+	pthread_mutex_unlock(&relay_report.lock);
 }
 
 extern void nm_relay_report_phase(uint64_t key, enum storm_relay_phase phase)
 {
 	storm_relay_report_t *r;
 
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&relay_report.lock);
 	if ((r = mine(key))) {
 		r->phase = phase;
 		touch(r);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&relay_report.lock);
 }
 
 extern void nm_relay_report_received(uint64_t key, uint64_t got)
 {
 	storm_relay_report_t *r;
 
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&relay_report.lock);
 	if ((r = mine(key))) {
 		r->received = got;
 		touch(r);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&relay_report.lock);
 }
 
 extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
@@ -98,7 +100,7 @@ extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
 {
 	storm_relay_report_t *r;
 
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&relay_report.lock);
 	if ((r = mine(key))) {
 		if (ready)
 			memcpy(r->ready, ready->bits, sizeof(r->ready));
@@ -106,7 +108,7 @@ extern void nm_relay_report_nodes(uint64_t key, const storm_set_t *ready,
 			memcpy(r->done, done->bits, sizeof(r->done));
 		touch(r);
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&relay_report.lock);
 }
 
 extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok,
@@ -116,29 +118,29 @@ extern void nm_relay_report_end(uint64_t key, uint64_t size, bool ok,
 	int n;
 	const uint64_t *le = storm_hist_bcast_le_us(&n);
 
-	pthread_mutex_lock(&P.lock);
+	pthread_mutex_lock(&relay_report.lock);
 	/* kept in the record across broadcasts, like the totals; counted
 	 * whether or not a newer broadcast took the view */
-	storm_hist_observe(&P.cur.dur, le, n, elapsed_us);
+	storm_hist_observe(&relay_report.cur.dur, le, n, elapsed_us);
 	if (ok)
-		P.cur.bytes += size;
+		relay_report.cur.bytes += size;
 	else
-		P.cur.failed++;
+		relay_report.cur.failed++;
 	if ((r = mine(key))) {
 		touch(r);
 		r->phase = ok ? STORM_RELAY_DONE : STORM_RELAY_FAILED;
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&relay_report.lock);
 }
 
 /* The last report is done (or there is none): may the buffer change? */
 static bool send_free(void)
 {
-	if (P.op && storm_op_test(P.op, NULL) == -EAGAIN)
+	if (relay_report.op && storm_op_test(relay_report.op, NULL) == -EAGAIN)
 		return false;
-	if (P.op)
-		storm_op_free(P.op);
-	P.op = NULL;
+	if (relay_report.op)
+		storm_op_free(relay_report.op);
+	relay_report.op = NULL;
 	return true;
 }
 
@@ -151,37 +153,40 @@ extern void nm_relay_report_tick(nm_t *nm)
 
 	if (!nm->ctx || nm->rank >= STORM_REPORT_MAX_RANKS || !send_free())
 		return;
-	pthread_mutex_lock(&P.lock);
-	due = P.cur.magic && P.cur.seq != P.sent_seq &&
-	      (P.cur.phase >= STORM_RELAY_DONE ||
-	       now_ms - P.last_send_ms >= NM_RELAY_REPORT_MS);
+	pthread_mutex_lock(&relay_report.lock);
+	due = relay_report.cur.magic &&
+	      relay_report.cur.seq != relay_report.sent_seq &&
+	      (relay_report.cur.phase >= STORM_RELAY_DONE ||
+	       now_ms - relay_report.last_send_ms >= NM_RELAY_REPORT_MS);
 	if (due) {
-		if (P.cur.phase < STORM_RELAY_DONE)
-			P.cur.elapsed_us = now_us(CLOCK_MONOTONIC) - P.start_mono_us;
-		P.out = P.cur;
-		P.out.rank = (uint32_t) nm->rank;
+		if (relay_report.cur.phase < STORM_RELAY_DONE)
+			relay_report.cur.elapsed_us = now_us(CLOCK_MONOTONIC) -
+						      relay_report.start_mono_us;
+		relay_report.out = relay_report.cur;
+		relay_report.out.rank = (uint32_t) nm->rank;
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&relay_report.lock);
 	if (!due)
 		return;
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer(nm->ctx, &mm, &P.out, sizeof(P.out),
+	rc = storm_xfer(nm->ctx, &mm, &relay_report.out,
+			sizeof(relay_report.out),
 			storm_relay_report_off(nm->rank), STORM_NO_EVENT,
-			STORM_NO_EVENT, &P.op);
+			STORM_NO_EVENT, &relay_report.op);
 	if (rc) {
-		P.op = NULL;
+		relay_report.op = NULL;
 		nm_debug("broadcast report to the machine manager: %s",
 			 storm_strerror(rc));
 		return;
 	}
-	P.sent_seq = P.out.seq;
-	P.last_send_ms = now_ms;
+	relay_report.sent_seq = relay_report.out.seq;
+	relay_report.last_send_ms = now_ms;
 }
 
 extern void nm_relay_report_fini(void)
 {
-	if (P.op)
-		storm_op_free(P.op);
-	P.op = NULL;
+	if (relay_report.op)
+		storm_op_free(relay_report.op);
+	relay_report.op = NULL;
 }

@@ -14,12 +14,12 @@
 static struct {
 	nm_t *nm;
 	volatile bool *stop;
-} S;
+} relay_state;
 
 extern void nm_relay_state_init(nm_t *nm, volatile bool *stop)
 {
-	S.nm = nm;
-	S.stop = stop;
+	relay_state.nm = nm;
+	relay_state.stop = stop;
 }
 
 extern double nm_relay_now_ms(void)
@@ -32,7 +32,8 @@ extern double nm_relay_now_ms(void)
 
 extern const char *nm_relay_node_name(int rank)
 {
-	return rank >= 0 && rank < S.nm->nnodes ? S.nm->nodes[rank].name : "?";
+	return rank >= 0 && rank < relay_state.nm->nnodes ?
+	       relay_state.nm->nodes[rank].name : "?";
 }
 
 /* Names of the ranks of a set, "node1,node5" (truncated politely). */
@@ -68,7 +69,7 @@ static int node_state(int rank, int var, uint64_t key)
 	storm_set_clear(&one);
 	storm_set_add(&one, rank);
 	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		int r = storm_caw(S.nm->ctx, &one, var, STORM_EQ,
+		int r = storm_caw(relay_state.nm->ctx, &one, var, STORM_EQ,
 				  STORM_BCAST_VAL(key, states[i]), -1, 0, &unr);
 
 		if (r == 1)
@@ -101,8 +102,8 @@ static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
 {
 	storm_set_t unr, dead;
 	char names[1024];
-	int r = storm_caw(S.nm->ctx, set, storm_bcast_var(key), STORM_EQ,
-			  STORM_BCAST_VAL(key, want), -1, 0, &unr);
+	int r = storm_caw(relay_state.nm->ctx, set, storm_bcast_var(key),
+			  STORM_EQ, STORM_BCAST_VAL(key, want), -1, 0, &unr);
 
 	if (r == 1)
 		return 1;
@@ -175,7 +176,7 @@ static bool pause_us(long us)
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = us * 1000L };
 
 	nanosleep(&ts, NULL);
-	return !*S.stop;
+	return !*relay_state.stop;
 }
 
 /* What the relay now knows of its nodes, for its report to the Machine
@@ -220,12 +221,13 @@ extern int nm_relay_wait_ms(uint64_t timeout_us, uint64_t size)
 extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		      uint64_t size, char *err, size_t errlen)
 {
-	int timeout_ms = nm_relay_wait_ms(S.nm->conf.timeout_us, size);
+	int timeout_ms = nm_relay_wait_ms(relay_state.nm->conf.timeout_us,
+					  size);
 	double deadline = nm_relay_now_ms() + timeout_ms;
 	storm_set_t pending;
 	char names[1024];
 
-	for (int round = 0; !*S.stop; round++) {
+	for (int round = 0; !*relay_state.stop; round++) {
 		int r = ask_all(set, key, want, err, errlen);
 
 		if (r > 0)
@@ -254,7 +256,8 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		if (!pause_us(2000))
 			break;
 	}
-	snprintf(err, errlen, "node %s: node manager stopping", S.nm->node);
+	snprintf(err, errlen, "node %s: node manager stopping",
+		 relay_state.nm->node);
 	return -1;
 }
 

@@ -45,7 +45,7 @@ static struct {
 	int nseen;
 	storm_usage_report_t out;	/* what the op in flight sends */
 	storm_op_t *op;
-} U = {
+} usage = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake = PTHREAD_COND_INITIALIZER,
 };
@@ -89,35 +89,35 @@ static bool rate(uint32_t job_id, uint64_t cpu_ns, uint64_t now,
 	return false;
 }
 
-/* Measure the jobs into U.out; false when there is nothing to send. */
+/* Measure the jobs into usage.out; false when there is nothing to send. */
 static bool measure(nm_t *nm)
 {
 	uint32_t ids[STORM_USAGE_MAX_JOBS], uids[STORM_USAGE_MAX_JOBS];
 	seen_t old[STORM_USAGE_MAX_JOBS];
-	int nold = U.nseen, n = jobs_here(ids, uids);
+	int nold = usage.nseen, n = jobs_here(ids, uids);
 	uint64_t now = mono_ns();
 
 	if (n < 0)
 		return false;
-	memcpy(old, U.seen, sizeof(old));
-	U.nseen = 0;
-	U.out.njobs = 0;
+	memcpy(old, usage.seen, sizeof(old));
+	usage.nseen = 0;
+	usage.out.njobs = 0;
 	for (int i = 0; i < n; i++) {
 		uint64_t ns;
 		uint32_t m;
 
 		if (nm_cg_job_cpu_ns(ids[i], uids[i], &ns))
 			continue;	/* not started here yet, or gone */
-		U.seen[U.nseen++] = (seen_t) { ids[i], ns, now };
+		usage.seen[usage.nseen++] = (seen_t) { ids[i], ns, now };
 		if (!rate(ids[i], ns, now, old, nold, &m))
 			continue;
-		U.out.jobs[U.out.njobs].job_id = ids[i];
-		U.out.jobs[U.out.njobs++].cpu_m = m;
+		usage.out.jobs[usage.out.njobs].job_id = ids[i];
+		usage.out.jobs[usage.out.njobs++].cpu_m = m;
 	}
-	U.out.magic = STORM_USAGE_REPORT_MAGIC;
-	U.out.rank = (uint32_t) nm->rank;
-	U.out.seq++;
-	U.out.window_ms = NM_USAGE_MS;
+	usage.out.magic = STORM_USAGE_REPORT_MAGIC;
+	usage.out.rank = (uint32_t) nm->rank;
+	usage.out.seq++;
+	usage.out.window_ms = NM_USAGE_MS;
 	return true;
 }
 
@@ -130,20 +130,20 @@ static void report(nm_t *nm)
 		return;
 	/* the buffer is the op's source until it completes: a report still
 	 * in flight (a busy MM) is not overwritten, this reading skipped */
-	if (U.op && storm_op_test(U.op, NULL) == -EAGAIN)
+	if (usage.op && storm_op_test(usage.op, NULL) == -EAGAIN)
 		return;
-	if (U.op)
-		storm_op_free(U.op);
-	U.op = NULL;
+	if (usage.op)
+		storm_op_free(usage.op);
+	usage.op = NULL;
 	if (!measure(nm))
 		return;
 	storm_set_clear(&mm);
 	storm_set_add(&mm, nm->nnodes);		/* the Machine Manager */
-	rc = storm_xfer(nm->ctx, &mm, &U.out, sizeof(U.out),
+	rc = storm_xfer(nm->ctx, &mm, &usage.out, sizeof(usage.out),
 			storm_usage_report_off(nm->rank), STORM_NO_EVENT,
-			STORM_NO_EVENT, &U.op);
+			STORM_NO_EVENT, &usage.op);
 	if (rc) {
-		U.op = NULL;
+		usage.op = NULL;
 		nm_debug("usage report to the machine manager: %s",
 			 storm_strerror(rc));
 	}
@@ -156,15 +156,15 @@ static void *usage_thread(void *arg)
 
 	/* file reads: never in the real-time class, whatever started us */
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-	pthread_mutex_lock(&U.lock);
-	while (!U.stop) {
-		pthread_mutex_unlock(&U.lock);
+	pthread_mutex_lock(&usage.lock);
+	while (!usage.stop) {
+		pthread_mutex_unlock(&usage.lock);
 		report(nm);
-		pthread_mutex_lock(&U.lock);
-		storm_wait_unless_stopped(&U.wake, &U.lock, &U.stop,
+		pthread_mutex_lock(&usage.lock);
+		storm_wait_unless_stopped(&usage.wake, &usage.lock, &usage.stop,
 				       (uint64_t) NM_USAGE_MS * 1000);
 	}
-	pthread_mutex_unlock(&U.lock);
+	pthread_mutex_unlock(&usage.lock);
 	return NULL;
 }
 
@@ -172,34 +172,34 @@ static int usage_init(nm_t *nm)
 {
 	int rc;
 
-	pthread_cond_destroy(&U.wake);
-	if ((rc = storm_cond_init_monotonic(&U.wake)))
+	pthread_cond_destroy(&usage.wake);
+	if ((rc = storm_cond_init_monotonic(&usage.wake)))
 		return -rc;
-	U.stop = false;
-	U.nseen = 0;
-	rc = pthread_create(&U.tid, NULL, usage_thread, nm);
+	usage.stop = false;
+	usage.nseen = 0;
+	rc = pthread_create(&usage.tid, NULL, usage_thread, nm);
 	if (rc)
 		return -rc;
-	U.started = true;
+	usage.started = true;
 	return 0;
 }
 
 static void usage_fini(nm_t *nm)
 {
 	(void) nm;
-	if (!U.started)
+	if (!usage.started)
 		return;
-	pthread_mutex_lock(&U.lock);
-	U.stop = true;
-	pthread_cond_signal(&U.wake);
-	pthread_mutex_unlock(&U.lock);
-	pthread_join(U.tid, NULL);
-	U.started = false;
+	pthread_mutex_lock(&usage.lock);
+	usage.stop = true;
+	pthread_cond_signal(&usage.wake);
+	pthread_mutex_unlock(&usage.lock);
+	pthread_join(usage.tid, NULL);
+	usage.started = false;
 	/* the fabric closes after the modules: a report in flight is
 	 * abandoned with its op */
-	if (U.op)
-		storm_op_free(U.op);
-	U.op = NULL;
+	if (usage.op)
+		storm_op_free(usage.op);
+	usage.op = NULL;
 }
 
 const nm_module_t nm_usage_module = {
