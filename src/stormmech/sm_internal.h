@@ -24,6 +24,9 @@
 #define SM_DONE_RING 256          /* finished ops remembered for staleness */
 #define SM_CAW_QUEUE 64           /* pending requests at a serializer */
 #define SM_INJECT_WANT 1024       /* header + small payload, sent inline */
+/* Receive buffers posted beyond a window of chunks: the control messages
+ * (acks, CAW steps, strobes) that arrive between a parent's chunks. */
+#define SM_RX_SPARE 4
 
 enum sm_type {
 	SM_DATA = 1,       /* root -> down: a chunk */
@@ -195,6 +198,7 @@ struct storm_ctx {
 
 	uint8_t *region, *own_region;
 	size_t region_size, own_size;
+	size_t own_map;         /* own_region's mapping, in whole pages */
 	uint64_t *vars;
 	int nvars;
 

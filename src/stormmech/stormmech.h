@@ -231,7 +231,8 @@ typedef struct storm_cfg {
 	int window;                /* chunks in flight per child */
 	int timeout_ms;            /* bound for every wait (STORM_DEF_TIMEOUT) */
 	int busy_poll_us;          /* spin before sleeping in waits (50) */
-	int rx_bufs;               /* posted receive buffers (16) */
+	int rx_bufs;               /* posted receive buffers of a chunk each
+				    * (0: window + 4) */
 	/* The context lock with priority inheritance (false): for a process
 	 * whose real-time threads share the context with ordinary ones whose
 	 * receive callbacks run long under the lock (a node manager's
