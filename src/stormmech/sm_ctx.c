@@ -55,31 +55,6 @@ void storm_cfg_init(storm_cfg_t *cfg)
 	cfg->rx_bufs = 0;	/* window + SM_RX_SPARE */
 }
 
-/*
- * The rxm provider's own buffers, unless the environment sets them.  Its
- * defaults reserve and touch close to 100 MB per endpoint at
- * fi_enable() (thousands of 16 KiB bounce buffers, 128-deep connections)
- * and grow by 17 MB at a time: that is for an MPI rank with thousands of
- * peers and unexpected messages.  Every message of ours but the chunks
- * of a transfer fits in a 4 KiB buffer (a header of a few hundred bytes
- * and a small payload), a transfer's chunks are larger than any bounce
- * buffer and land in our own posted buffers (segmented or by rendezvous),
- * and a connection never has more than a window of chunks and a few
- * control messages in flight.
- * libfabric reads these once, when its first call loads the providers.
- */
-static const char *const sm_fi_env[][2] = {
-	{ "FI_OFI_RXM_BUFFER_SIZE", "4096" },
-	{ "FI_OFI_RXM_MSG_TX_SIZE", "64" },
-	{ "FI_OFI_RXM_MSG_RX_SIZE", "64" },
-};
-
-static void fi_env_defaults(void)
-{
-	for (size_t i = 0; i < sizeof(sm_fi_env) / sizeof(sm_fi_env[0]); i++)
-		setenv(sm_fi_env[i][0], sm_fi_env[i][1], 0);
-}
-
 static int split_hostport(const char *hp, char *host, size_t hlen, char *port,
 			  size_t plen)
 {
@@ -151,12 +126,11 @@ done:
 
 static int open_fabric(struct storm_ctx *ctx)
 {
-	static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 	struct fi_info *hints;
 	char port[16];
 	int rc;
 
-	pthread_once(&env_once, fi_env_defaults);
+	sm_fi_setup();
 	hints = fi_allocinfo();
 	if (!hints)
 		return -ENOMEM;
@@ -528,6 +502,7 @@ void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st)
 	pthread_mutex_lock(&ctx->lock);
 	*st = ctx->st;
 	pthread_mutex_unlock(&ctx->lock);
+	st->conn_refused = sm_fi_conn_refused();
 }
 
 const char *storm_strerror(int err)

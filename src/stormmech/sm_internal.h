@@ -287,6 +287,11 @@ int  sm_client_addr_ok(const char *a, size_t maxlen);
 /* sm_ctx.c: storm_ctx_set_peer with ctx->lock held */
 int  sm_set_peer_locked(struct storm_ctx *ctx, int rank, const char *hp);
 
+/* sm_fi_setup.c: once per process, before libfabric's first call */
+void sm_fi_setup(void);
+/* connections the tcp provider's handshake refused in this process */
+uint64_t sm_fi_conn_refused(void);
+
 /* sm_caps.c */
 void sm_caps_probe(struct storm_ctx *ctx);
 

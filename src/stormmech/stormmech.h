@@ -282,6 +282,10 @@ typedef struct storm_stats {
 	uint64_t tx_msgs;
 	uint64_t tx_errors;
 	uint64_t bytes_in;        /* payload bytes copied into destinations */
+	/* connections to this process's fabric ports that the provider
+	 * refused in its handshake, before any message (tcp: not a
+	 * libfabric peer); counted for the whole process */
+	uint64_t conn_refused;
 } storm_stats_t;
 void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st);
 
