@@ -48,9 +48,11 @@ typedef struct storm_node_report {
 } storm_node_report_t;
 
 /* What of libstormmech's counts is a refusal: messages that failed their
- * checks (a late answer to a finished operation is not one). */
+ * checks (a late answer to a finished operation is not one), and
+ * connections the provider's handshake refused before any message. */
 #define STORM_REPORT_FABRIC_REFUSED(st) \
-	((st).rx_bad_header + (st).rx_bad_range + (st).rx_bad_sender)
+	((st).rx_bad_header + (st).rx_bad_range + (st).rx_bad_sender + \
+	 (st).conn_refused)
 
 /* Reports sit at the start of the MM's region, one per rank. */
 #define STORM_REPORT_MAX_RANKS 1024

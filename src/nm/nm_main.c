@@ -187,6 +187,25 @@ static void report(int ready_fd, char verdict)
 }
 
 /*
+ * Test only (storm-nm(8)): with STORM_NM_TEST_LEAK in its environment the
+ * node manager loses a block on purpose, so that the sanitized system
+ * tests show that a leak in it fails them (a check that can never fail
+ * proves nothing).  The volatile keeps the compiler from dropping it.
+ */
+#define NM_TEST_LEAK_ENV "STORM_NM_TEST_LEAK"
+static void *volatile test_leak;
+
+static void leak_if_asked(void)
+{
+	if (!getenv(NM_TEST_LEAK_ENV))
+		return;
+	test_leak = malloc(4096);
+	test_leak = NULL;
+	nm_info("%s is set: a block of 4096 bytes leaked on purpose",
+		NM_TEST_LEAK_ENV);
+}
+
+/*
  * libfabric brought in libinfinipath, whose handlers end the process with
  * exit(1) on a fault or an abort (stormmech.h): a node manager that
  * crashes must leave a core and run no exit handler under its live
@@ -318,6 +337,7 @@ int main(int argc, char **argv)
 	report(ready_fd, NM_EXIT_OK);
 	nm_info("starting for node %s (slurm.conf %s, storm.conf %s)", nm->node,
 		nm->slurm_conf, nm->storm_conf);
+	leak_if_asked();
 
 	/* forked while this is the only thread (nm_watchdog.h) */
 	if ((rc = nm_watchdog_start(nm)))

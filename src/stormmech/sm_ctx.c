@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 
 #include "sm_internal.h"
 
@@ -45,7 +46,7 @@ void storm_cfg_init(storm_cfg_t *cfg)
 	cfg->window = STORM_DEF_WINDOW;
 	cfg->timeout_ms = STORM_DEF_TIMEOUT;
 	cfg->busy_poll_us = 50;
-	cfg->rx_bufs = 16;
+	cfg->rx_bufs = 0;	/* window + SM_RX_SPARE */
 }
 
 static int split_hostport(const char *hp, char *host, size_t hlen, char *port,
@@ -119,10 +120,12 @@ done:
 
 static int open_fabric(struct storm_ctx *ctx)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints;
 	char port[16];
 	int rc;
 
+	sm_fi_setup();
+	hints = fi_allocinfo();
 	if (!hints)
 		return -ENOMEM;
 	hints->ep_attr->type = FI_EP_RDM;
@@ -252,7 +255,7 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	if (c->window <= 0) c->window = def.window;
 	if (c->timeout_ms <= 0) c->timeout_ms = def.timeout_ms;
 	if (c->busy_poll_us < 0) c->busy_poll_us = 0;
-	if (c->rx_bufs <= 0) c->rx_bufs = def.rx_bufs;
+	if (c->rx_bufs <= 0) c->rx_bufs = c->window + SM_RX_SPARE;
 	if (c->rank < 0 || c->rank >= STORM_MAX_RANKS || c->chunk > (1u << 30)) {
 		free(ctx);
 		return -EINVAL;
@@ -297,13 +300,18 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 		ctx->region = c->region;
 		ctx->region_size = c->region_size;
 	} else if (c->region_size) {
-		ctx->own_region = aligned_alloc(4096,
-				(c->region_size + 4095) & ~(size_t)4095);
-		if (!ctx->own_region) { rc = -ENOMEM; goto fail; }
-		/* pre-touch: a first-touch fault costs more than the copy */
-		memset(ctx->own_region, 0, c->region_size);
+		/* Mapped, not touched: a node manager writes a few blocks at
+		 * fixed offsets of its region and nothing else, so a page is
+		 * resident only once something lands in it. */
+		size_t len = (c->region_size + 4095) & ~(size_t)4095;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) { rc = -ENOMEM; goto fail; }
+		ctx->own_region = p;
 		ctx->region = ctx->own_region;
 		ctx->region_size = ctx->own_size = c->region_size;
+		ctx->own_map = len;
 	}
 
 	rc = open_fabric(ctx);
@@ -320,9 +328,10 @@ int storm_ctx_open(const storm_cfg_t *cfg_in, storm_ctx_t **out)
 	if (!ctx->rx) { rc = -ENOMEM; goto fail; }
 	for (int i = 0; i < ctx->nrx; i++) {
 		ctx->rx[i].kind = SM_CTX_RX;
+		/* not touched either: a control message dirties the first
+		 * page of a buffer, only a transfer's chunks all of it */
 		ctx->rx[i].buf = malloc(ctx->rx_size);
 		if (!ctx->rx[i].buf) { rc = -ENOMEM; goto fail; }
-		memset(ctx->rx[i].buf, 0, ctx->rx_size);
 		rc = sm_post_rx(ctx, &ctx->rx[i]);
 		if (rc)
 			goto fail;
@@ -378,7 +387,8 @@ void storm_ctx_close(storm_ctx_t *ctx)
 		free(ctx->rx[i].buf);
 	free(ctx->rx);
 	free(ctx->vars);
-	free(ctx->own_region);
+	if (ctx->own_region)
+		munmap(ctx->own_region, ctx->own_map);
 	pthread_cond_destroy(&ctx->progressed);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
@@ -486,6 +496,7 @@ void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st)
 	pthread_mutex_lock(&ctx->lock);
 	*st = ctx->st;
 	pthread_mutex_unlock(&ctx->lock);
+	st->conn_refused = sm_fi_conn_refused();
 }
 
 const char *storm_strerror(int err)

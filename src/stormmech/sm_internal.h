@@ -27,6 +27,9 @@
 #define SM_DONE_RING 256          /* finished ops remembered for staleness */
 #define SM_CAW_QUEUE 64           /* pending requests at a serializer */
 #define SM_INJECT_WANT 1024       /* header + small payload, sent inline */
+/* Receive buffers posted beyond a window of chunks: the control messages
+ * (acks, CAW steps, strobes) that arrive between a parent's chunks. */
+#define SM_RX_SPARE 4
 
 enum sm_type {
 	SM_DATA = 1,       /* root -> down: a chunk */
@@ -198,6 +201,7 @@ struct storm_ctx {
 
 	uint8_t *region, *own_region;
 	size_t region_size, own_size;
+	size_t own_map;         /* own_region's mapping, in whole pages */
 	uint64_t *vars;
 	int nvars;
 
@@ -284,6 +288,11 @@ int  sm_client_learn(struct storm_ctx *ctx, const struct sm_hdr *h);
 int  sm_client_addr_ok(const char *a, size_t maxlen);
 /* sm_ctx.c: storm_ctx_set_peer with ctx->lock held */
 int  sm_set_peer_locked(struct storm_ctx *ctx, int rank, const char *hp);
+
+/* sm_fi_setup.c: once per process, before libfabric's first call */
+void sm_fi_setup(void);
+/* connections the tcp provider's handshake refused in this process */
+uint64_t sm_fi_conn_refused(void);
 
 /* sm_caps.c */
 void sm_caps_probe(struct storm_ctx *ctx);

@@ -236,7 +236,8 @@ typedef struct storm_cfg {
 	int window;                /* chunks in flight per child */
 	int timeout_ms;            /* bound for every wait (STORM_DEF_TIMEOUT) */
 	int busy_poll_us;          /* spin before sleeping in waits (50) */
-	int rx_bufs;               /* posted receive buffers (16) */
+	int rx_bufs;               /* posted receive buffers of a chunk each
+				    * (0: window + 4) */
 	/* The context lock with priority inheritance (false): for a process
 	 * whose real-time threads share the context with ordinary ones whose
 	 * receive callbacks run long under the lock (a node manager's
@@ -286,6 +287,10 @@ typedef struct storm_stats {
 	uint64_t tx_msgs;
 	uint64_t tx_errors;
 	uint64_t bytes_in;        /* payload bytes copied into destinations */
+	/* connections to this process's fabric ports that the provider
+	 * refused in its handshake, before any message (tcp: not a
+	 * libfabric peer); counted for the whole process */
+	uint64_t conn_refused;
 } storm_stats_t;
 void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st);
 
