@@ -243,6 +243,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	nm->lock_fd = -1;
+	/* before any thread: it sets the environment libfabric reads */
+	storm_fabric_small_buffers();
 	while ((c = getopt_long(argc, argv, "n:c:s:Dvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':

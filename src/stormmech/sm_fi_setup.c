@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sm_fi_setup.c - what libfabric is told once per process, before its
- * first call: the rxm provider's buffer sizes, and a log hook that counts
- * the connections the tcp provider's handshake refuses.
+ * first call: a log hook that counts the connections the tcp provider's
+ * handshake refuses; and, for a daemon of our own that asks, the rxm
+ * provider's buffer sizes.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -76,7 +77,7 @@ static int log_ready(const struct fi_provider *prov, enum fi_log_level level,
 		     enum fi_log_subsys subsys, uint64_t flags,
 		     uint64_t *showtime)
 {
-	uint64_t now = sm_now_ns() / 1000000;
+	uint64_t now = storm_mono_ns() / 1000000;
 
 	if (!log_enabled(prov, level, subsys, flags) || now < *showtime)
 		return 0;
@@ -126,10 +127,21 @@ static void parse_user_level(void)
 		log_interval_ms = (uint64_t) atoi(iv);
 }
 
-static void setup(void)
+/*
+ * Through the environment, the only way libfabric takes them: so only a
+ * process of our own asks (storm-nm, before its first thread).  Inside
+ * slurmctld setenv would race its threads' getenv, and whatever the
+ * process starts would inherit the settings; a user's job must never see
+ * its MPI's libfabric tuned by us.
+ */
+void storm_fabric_small_buffers(void)
 {
 	for (size_t i = 0; i < sizeof(fi_env) / sizeof(fi_env[0]); i++)
 		setenv(fi_env[i][0], fi_env[i][1], 0);
+}
+
+static void setup(void)
+{
 	parse_user_level();
 	/* Refused: a libfabric older than 1.13, or another log imported
 	 * first (by the process that links us).  Its own log then stays and

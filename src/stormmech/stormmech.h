@@ -294,6 +294,13 @@ typedef struct storm_stats {
 } storm_stats_t;
 void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st);
 
+/* Sizes libfabric's rxm buffers for STORM's traffic (a few KiB per
+ * message, a window of chunks per connection) instead of an MPI rank's
+ * (about 100 MB per endpoint).  Sets FI_OFI_RXM_BUFFER_SIZE and
+ * FI_OFI_RXM_MSG_{TX,RX}_SIZE in the environment where unset: call it
+ * only in a process of your own, before any thread and any context. */
+void storm_fabric_small_buffers(void);
+
 /* ------------------------------------------------------------ progress */
 /* drive progress for up to timeout_us (0: one pass); returns number of
  * completions handled or a negative error */
