@@ -7,13 +7,15 @@
 /*
  * Members signal as the transfer reaches them (or its COMMIT does), after
  * the root's op may have completed: wait until every live member of set
- * has event ev >= want[r] (gives up after ~10 s; the caller's checks then
- * fail with the figures).
+ * has event ev >= want[r] (gives up after H_WAIT_MS; the caller's checks
+ * then fail with the figures).
  */
 static void wait_members_ev(struct harness *h, const storm_set_t *set,
 			    int ev, const uint64_t *want)
 {
-	for (int tries = 0; tries < 200; tries++) {
+	uint64_t dl = h_now_ms() + H_WAIT_MS;
+
+	while (h_now_ms() < dl) {
 		int behind = 0;
 
 		h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
@@ -112,8 +114,6 @@ START_TEST(shapes)
 
 	h_cfg(&cfg, prov);
 	cfg.arity = 2;
-	/* the refused transfer at the end is reported at the timeout */
-	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, 6, &cfg);
 	storm_set_parse(&set, "0,2,5");
 	xfer_and_check(&h, &set, 3 * CHUNK + 17, 64, 11, ev);
@@ -133,11 +133,16 @@ START_TEST(shapes)
 	uint8_t *reg = storm_region_ptr(h.ctx, NULL);
 	ck_assert(memcmp(reg + 4096, buf, 2 * CHUNK) == 0);
 	free(buf);
-	/* out of the receivers' region: rejected by every member */
+	/* out of the receivers' region: rejected by every member, so
+	 * reported at the timeout: sent by an impatient caller */
 	storm_set_t failed;
+	storm_cfg_t fcfg = cfg;
+	fcfg.timeout_ms = H_FAIL_TIMEOUT_MS;
+	storm_ctx_t *caller = h_caller(&h, &fcfg);
+	ck_assert_ptr_nonnull(caller);
 	set = range_set(0, 1);
 	char small[16] = "x";
-	int rc = storm_xfer_sync(h.ctx, &set, small, sizeof(small),
+	int rc = storm_xfer_sync(caller, &set, small, sizeof(small),
 				 (20u << 20) - 8, 1, &failed);
 	ck_assert_int_eq(rc, -EIO);
 	ck_assert_int_eq(storm_set_count(&failed), 2);
@@ -201,7 +206,7 @@ START_TEST(dest_hook)
 	fill_pattern(buf, len, 21);
 	ck_assert_int_eq(storm_xfer_sync(h.ctx, &set, buf, len, 1 << 20, 1,
 					 NULL), 0);
-	for (int t = 0; t < 200; t++) {
+	for (uint64_t dl = h_now_ms() + H_WAIT_MS; h_now_ms() < dl;) {
 		h_cmd(&h, -1, H_SUM, 1 << 20, len, 0, 0, 0, 0);
 		if (h.sh->res[0].hook_releases && h.sh->res[1].hook_releases &&
 		    h.sh->res[2].hook_releases)
@@ -250,8 +255,6 @@ START_TEST(on_arrival)
 	storm_set_t set, failed;
 
 	h_cfg(&cfg, prov);
-	/* the stopped member below is reported at the timeout */
-	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, N, &cfg);
 	set = range_set(0, N - 1);
 	/* warm up (connections), then the committed transfer's count */
@@ -294,10 +297,15 @@ START_TEST(on_arrival)
 	}
 	free(big);
 
-	/* a stopped member is reported failed; the others act anyway */
+	/* a stopped member is reported failed, at the timeout of an
+	 * impatient caller; the others act anyway */
+	storm_cfg_t fcfg = cfg;
+	fcfg.timeout_ms = H_FAIL_TIMEOUT_MS;
+	storm_ctx_t *caller = h_caller(&h, &fcfg);
+	ck_assert_ptr_nonnull(caller);
 	kill(h.pid[STOPPED], SIGSTOP);
 	fill_pattern(small, sizeof(small), 44);
-	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, small,
+	ck_assert_int_eq(storm_xfer_sync_flags(caller, &set, small,
 					       sizeof(small), 0, 1,
 					       STORM_XFER_ON_ARRIVAL, &failed),
 			 -EIO);
@@ -341,7 +349,6 @@ START_TEST(stream)
 
 	ck_assert_ptr_nonnull(buf);
 	h_cfg(&cfg, prov);
-	cfg.timeout_ms = 30000;
 	START_OR_FAIL(&h, 6, &cfg);
 	set = range_set(0, 5);
 	fill_pattern(buf, len, 11);
