@@ -84,11 +84,12 @@ const char *h_prov_name(int i);   /* 0: "tcp;ofi_rxm", 1: "shm" */
 /* The timeout of operations expected to succeed: a success ends as soon
  * as it can, so a long one costs nothing, and a loaded host (CI runs the
  * tests beside a fuzzer and a sanitized build) may stall a member for
- * seconds. */
-#define H_OK_TIMEOUT_MS 30000
+ * seconds.  A bulk block goes down a chain whose deepest hop gets only
+ * 1/H of it, so it is longer still than one stall. */
+#define H_OK_TIMEOUT_MS 60000
 /* Waits of the harness and the tests for something expected to happen
  * (a member's event, a command's answer). */
-#define H_WAIT_MS 60000
+#define H_WAIT_MS 120000
 /* The timeout of an operation expected to fail: the mechanisms report a
  * dead, stopped or refusing member at the timeout, so the test waits that
  * long.  Only such an operation runs under it (from h_caller() or a

@@ -232,6 +232,6 @@ int main(void)
 	tcase_add_loop_test(tc[1], caw_kill_serializer, 0, H_NPROV);
 	tcase_add_loop_test(tc[1], caw_stopped_leaf_named, 0, H_NPROV);
 	for (int i = 0; i < 2; i++)
-		tcase_set_timeout(tc[i], 120);
+		tcase_set_timeout(tc[i], 300);
 	return mech_run(mech_suite("stormmech-fault", tc, 2));
 }

@@ -204,6 +204,6 @@ int main(void)
 {
 	TCase *tc = tcase_create("rogue");
 	tcase_add_loop_test(tc, rogue, 0, H_NPROV);
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 300);
 	return mech_run(mech_suite("stormmech-rogue", &tc, 1));
 }

@@ -172,7 +172,7 @@ START_TEST(concurrent_ops)
 		ck_assert_int_eq(storm_xfer(h.ctx, &set, buf + (size_t)i * LEN,
 					    LEN, (uint64_t)i * LEN, 2, 3,
 					    &op[i]), 0);
-	ck_assert_int_eq(storm_event_wait(h.ctx, 2, NOPS, 60000), 0);
+	ck_assert_int_eq(storm_event_wait(h.ctx, 2, NOPS, H_WAIT_MS), 0);
 	for (int i = 0; i < NOPS; i++) {
 		ck_assert_int_eq(storm_op_wait(op[i], -1, NULL), 0);
 		storm_op_free(op[i]);
@@ -413,6 +413,6 @@ int main(void)
 	tc[6] = tcase_create("stream");
 	tcase_add_loop_test(tc[6], stream, 0, H_NPROV);
 	for (int i = 0; i < 7; i++)
-		tcase_set_timeout(tc[i], 180);
+		tcase_set_timeout(tc[i], 300);
 	return mech_run(mech_suite("stormmech-xfer", tc, 7));
 }
