@@ -36,8 +36,7 @@ void h_cfg(storm_cfg_t *cfg, const char *prov)
 	storm_cfg_init(cfg);
 	cfg->provider = prov;
 	cfg->region_size = 20u << 20;
-	/* generous: the test hosts are shared and loaded */
-	cfg->timeout_ms = 30000;
+	cfg->timeout_ms = H_OK_TIMEOUT_MS;
 }
 
 uint64_t h_sum(const void *p, size_t len)
@@ -211,7 +210,7 @@ static void member(struct h_shared *sh, const storm_cfg_t *tmpl, int me)
 	_exit(0);
 }
 
-static uint64_t now_ms(void)
+uint64_t h_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -259,9 +258,9 @@ static int start(struct harness *h, int n, const storm_cfg_t *cfg,
 	}
 	if (open_ctx(h->sh, dcfg, n, &h->ctx))
 		return -EADDRINUSE;
-	uint64_t dl = now_ms() + 60000;
+	uint64_t dl = h_now_ms() + H_WAIT_MS;
 	for (int i = 0; i < n; i++) {
-		while (h->sh->ready[i] == 0 && now_ms() < dl)
+		while (h->sh->ready[i] == 0 && h_now_ms() < dl)
 			usleep(1000);
 		if (h->sh->ready[i] != 1)
 			return -EIO;
@@ -270,7 +269,7 @@ static int start(struct harness *h, int n, const storm_cfg_t *cfg,
 	if (set_peers(h->sh, h->ctx, n))
 		return -EIO;
 	for (int i = 0; i < n; i++)
-		while (h->sh->ready[i] != 2 && now_ms() < dl)
+		while (h->sh->ready[i] != 2 && h_now_ms() < dl)
 			usleep(1000);
 	return 0;
 }
@@ -285,19 +284,54 @@ int h_cmd(struct harness *h, int target, int cmd, uint64_t a, uint64_t b,
 	sh->ia = ia; sh->ib = ib;
 	__sync_synchronize();
 	int seq = ++sh->cmd_seq;
-	uint64_t dl = now_ms() + 60000;
+	uint64_t dl = h_now_ms() + H_WAIT_MS;
 	for (int i = 0; i < h->n; i++) {
 		if (target >= 0 && i != target)
 			continue;
 		if (h->pid[i] <= 0)
 			continue;
 		while (sh->cmd_done[i] != seq) {
-			if (now_ms() > dl)
+			if (h_now_ms() > dl)
 				return -ETIMEDOUT;
 			storm_progress(h->ctx, 1000);
 		}
 	}
 	return 0;
+}
+
+storm_ctx_t *h_caller(struct harness *h, const storm_cfg_t *tmpl)
+{
+	storm_cfg_t cfg = *tmpl;
+	char hp[64];
+
+	if (h->caller)
+		return NULL;
+	cfg.rank = STORM_CLIENT_RANK_FIRST + (int)(getpid() % 200);
+	for (int tries = 0; tries < 50 && !h->caller; tries++) {
+		/* the members' range, clear of the ports they hold (shm names
+		 * its endpoints by port) */
+		cfg.port = 20000 + (int)(getpid() * 31 + tries * 7919) % 12000;
+		for (int r = 0; r <= h->n; r++)
+			if (h->sh->port[r] == cfg.port)
+				cfg.port = 0;
+		if (cfg.port && storm_ctx_open(&cfg, &h->caller))
+			h->caller = NULL;
+	}
+	if (!h->caller)
+		return NULL;
+	h->caller_port = cfg.port;
+	storm_set_log_fn(h->caller, quiet_log, NULL,
+			 getenv("STORM_TEST_DEBUG") ? STORM_LOG_DEBUG :
+			 STORM_LOG_ERROR);
+	for (int r = 0; r < h->n; r++) {
+		snprintf(hp, sizeof(hp), "127.0.0.1:%d", h->sh->port[r]);
+		if (storm_ctx_set_peer(h->caller, r, hp)) {
+			storm_ctx_close(h->caller);
+			h->caller = NULL;
+			return NULL;
+		}
+	}
+	return h->caller;
 }
 
 void h_kill(struct harness *h, int i)
@@ -318,13 +352,13 @@ void h_stop(struct harness *h)
 	__sync_synchronize();
 	h->sh->cmd_seq++;
 	h->sh->go = 1;
-	uint64_t dl = now_ms() + 20000;
+	uint64_t dl = h_now_ms() + 20000;
 	for (int i = 0; i < h->n; i++) {
 		if (h->pid[i] <= 0)
 			continue;
 		int st;
 		while (waitpid(h->pid[i], &st, WNOHANG) == 0) {
-			if (now_ms() > dl) {
+			if (h_now_ms() > dl) {
 				kill(h->pid[i], SIGKILL);
 				waitpid(h->pid[i], &st, 0);
 				break;
@@ -335,6 +369,8 @@ void h_stop(struct harness *h)
 				usleep(1000);
 		}
 	}
+	if (h->caller)
+		storm_ctx_close(h->caller);
 	if (h->ctx)
 		storm_ctx_close(h->ctx);
 	/* shm leaves its files behind for killed members */
@@ -345,6 +381,12 @@ void h_stop(struct harness *h)
 				 h->sh->port[i]);
 			if (h->sh->port[i])
 				unlink(p);
+		}
+		if (h->caller_port) {
+			char p[96];
+			snprintf(p, sizeof(p), "/dev/shm/storm_127.0.0.1_%d",
+				 h->caller_port);
+			unlink(p);
 		}
 	}
 	munmap(h->sh, sizeof(*h->sh));

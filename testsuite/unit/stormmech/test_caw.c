@@ -124,6 +124,6 @@ int main(void)
 	tc[2] = tcase_create("values");
 	tcase_add_loop_test(tc[2], caw_concurrent_values, 0, H_NPROV);
 	for (int i = 0; i < 3; i++)
-		tcase_set_timeout(tc[i], 120);
+		tcase_set_timeout(tc[i], 300);
 	return mech_run(mech_suite("stormmech-caw", tc, 3));
 }

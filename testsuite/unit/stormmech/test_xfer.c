@@ -8,13 +8,15 @@
 /*
  * Members signal as the transfer reaches them (or its COMMIT does), after
  * the root's op may have completed: wait until every live member of set
- * has event ev >= want[r] (gives up after ~10 s; the caller's checks then
- * fail with the figures).
+ * has event ev >= want[r] (gives up after H_WAIT_MS; the caller's checks
+ * then fail with the figures).
  */
 static void wait_members_ev(struct harness *h, const storm_set_t *set,
 			    int ev, const uint64_t *want)
 {
-	for (int tries = 0; tries < 200; tries++) {
+	uint64_t dl = h_now_ms() + H_WAIT_MS;
+
+	while (h_now_ms() < dl) {
 		int behind = 0;
 
 		h_cmd(h, -1, H_SUM, 0, 0, 0, 0, 0, 0);
@@ -113,8 +115,6 @@ START_TEST(shapes)
 
 	h_cfg(&cfg, prov);
 	cfg.arity = 2;
-	/* the refused transfer at the end is reported at the timeout */
-	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, 6, &cfg);
 	storm_set_parse(&set, "0,2,5");
 	xfer_and_check(&h, &set, 3 * CHUNK + 17, 64, 11, ev);
@@ -134,11 +134,16 @@ START_TEST(shapes)
 	uint8_t *reg = storm_region_ptr(h.ctx, NULL);
 	ck_assert(memcmp(reg + 4096, buf, 2 * CHUNK) == 0);
 	free(buf);
-	/* out of the receivers' region: rejected by every member */
+	/* out of the receivers' region: rejected by every member, so
+	 * reported at the timeout: sent by an impatient caller */
 	storm_set_t failed;
+	storm_cfg_t fcfg = cfg;
+	fcfg.timeout_ms = H_FAIL_TIMEOUT_MS;
+	storm_ctx_t *caller = h_caller(&h, &fcfg);
+	ck_assert_ptr_nonnull(caller);
 	set = range_set(0, 1);
 	char small[16] = "x";
-	int rc = storm_xfer_sync(h.ctx, &set, small, sizeof(small),
+	int rc = storm_xfer_sync(caller, &set, small, sizeof(small),
 				 (20u << 20) - 8, 1, &failed);
 	ck_assert_int_eq(rc, -EIO);
 	ck_assert_int_eq(storm_set_count(&failed), 2);
@@ -168,7 +173,7 @@ START_TEST(concurrent_ops)
 		ck_assert_int_eq(storm_xfer(h.ctx, &set, buf + (size_t)i * LEN,
 					    LEN, (uint64_t)i * LEN, 2, 3,
 					    &op[i]), 0);
-	ck_assert_int_eq(storm_event_wait(h.ctx, 2, NOPS, 60000), 0);
+	ck_assert_int_eq(storm_event_wait(h.ctx, 2, NOPS, H_WAIT_MS), 0);
 	for (int i = 0; i < NOPS; i++) {
 		ck_assert_int_eq(storm_op_wait(op[i], -1, NULL), 0);
 		storm_op_free(op[i]);
@@ -202,7 +207,7 @@ START_TEST(dest_hook)
 	fill_pattern(buf, len, 21);
 	ck_assert_int_eq(storm_xfer_sync(h.ctx, &set, buf, len, 1 << 20, 1,
 					 NULL), 0);
-	for (int t = 0; t < 200; t++) {
+	for (uint64_t dl = h_now_ms() + H_WAIT_MS; h_now_ms() < dl;) {
 		h_cmd(&h, -1, H_SUM, 1 << 20, len, 0, 0, 0, 0);
 		if (h.sh->res[0].hook_releases && h.sh->res[1].hook_releases &&
 		    h.sh->res[2].hook_releases)
@@ -251,8 +256,6 @@ START_TEST(on_arrival)
 	storm_set_t set, failed;
 
 	h_cfg(&cfg, prov);
-	/* the stopped member below is reported at the timeout */
-	cfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	START_OR_FAIL(&h, N, &cfg);
 	set = range_set(0, N - 1);
 	/* warm up (connections), then the committed transfer's count */
@@ -295,10 +298,15 @@ START_TEST(on_arrival)
 	}
 	free(big);
 
-	/* a stopped member is reported failed; the others act anyway */
+	/* a stopped member is reported failed, at the timeout of an
+	 * impatient caller; the others act anyway */
+	storm_cfg_t fcfg = cfg;
+	fcfg.timeout_ms = H_FAIL_TIMEOUT_MS;
+	storm_ctx_t *caller = h_caller(&h, &fcfg);
+	ck_assert_ptr_nonnull(caller);
 	kill(h.pid[STOPPED], SIGSTOP);
 	fill_pattern(small, sizeof(small), 44);
-	ck_assert_int_eq(storm_xfer_sync_flags(h.ctx, &set, small,
+	ck_assert_int_eq(storm_xfer_sync_flags(caller, &set, small,
 					       sizeof(small), 0, 1,
 					       STORM_XFER_ON_ARRIVAL, &failed),
 			 -EIO);
@@ -342,7 +350,6 @@ START_TEST(stream)
 
 	ck_assert_ptr_nonnull(buf);
 	h_cfg(&cfg, prov);
-	cfg.timeout_ms = 30000;
 	START_OR_FAIL(&h, 6, &cfg);
 	set = range_set(0, 5);
 	fill_pattern(buf, len, 11);
@@ -407,6 +414,6 @@ int main(void)
 	tc[6] = tcase_create("stream");
 	tcase_add_loop_test(tc[6], stream, 0, H_NPROV);
 	for (int i = 0; i < 7; i++)
-		tcase_set_timeout(tc[i], 180);
+		tcase_set_timeout(tc[i], 300);
 	return mech_run(mech_suite("stormmech-xfer", tc, 7));
 }
