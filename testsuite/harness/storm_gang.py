@@ -27,6 +27,18 @@ def nm_request(cluster, node, req, timeout=5):
     return cluster.nm_request(node, req, timeout=timeout)
 
 
+def nm_pid(cluster, node):
+    """The pid of node's node manager, by its own `ping` reply."""
+    return int(dict(w.split("=", 1) for w in
+                    nm_request(cluster, node, "ping")[3:].split())["pid"])
+
+
+def mm_node_live(cluster, node):
+    """Whether the machine manager's status file says node is live."""
+    _, nodes, _ = mm_status(cluster)
+    return nodes.get(node, {}).get("state") == "live"
+
+
 def nm_gang(cluster, node):
     """The NM's `gang` reply as a dict (job<N>=state entries included)."""
     reply = nm_request(cluster, node, "gang")

@@ -135,8 +135,7 @@ def test_node_manager_leaves_faults_to_the_kernel(gang3):
     leave a core, not run libinfinipath's exit(1) under live threads."""
     c = gang3
     for n in NODES:
-        pid = int(dict(w.split("=", 1) for w in
-                       g.nm_request(c, n, "ping")[3:].split())["pid"])
+        pid = g.nm_pid(c, n)
         caught = _caught(pid)
         assert {signal.SIGTERM, signal.SIGINT} <= caught, (n, caught)
         assert not (caught & {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL,
@@ -147,8 +146,7 @@ def test_dead_node_manager_thawed_drained_others_switch(gang3):
     c = gang3
     victim = "node2"
     with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
-        nm_pid = int(dict(w.split("=", 1) for w in
-                          g.nm_request(c, victim, "ping")[3:].split())["pid"])
+        nm_pid = g.nm_pid(c, victim)
         before = {n: int(g.nm_gang(c, n)["freezes"]) for n in NODES}
         # slurmd's watchdog restarts a dead NM within a second, often before
         # SuspectQuanta quanta have passed: hold slurmd until the drain, so
@@ -191,8 +189,7 @@ def test_hung_node_manager_drained_by_heartbeat_alone(gang3):
         hdr, _, jobs = g.mm_status(c)     # rewritten once a second
         return not jobs and int(hdr.get("nslots", "0")) <= 1
     g.wait_for(heartbeat_only, 10, "no job in the machine manager's matrix")
-    nm_pid = int(dict(w.split("=", 1) for w in
-                      g.nm_request(c, victim, "ping")[3:].split())["pid"])
+    nm_pid = g.nm_pid(c, victim)
 
     def node_info():
         return c.run(["scontrol", "-o", "show", "node", victim]).stdout

@@ -28,10 +28,6 @@ def gangwd(make_gang_cluster):
                                  Q_MS, FAILSAFE_MS))
 
 
-def _nm_pid(c, node):
-    return int(dict(w.split("=", 1) for w in
-                    g.nm_request(c, node, "ping")[3:].split())["pid"])
-
 
 def _log(c, node):
     return open(c.path("log", "storm-nm-%s.log" % node)).read()
@@ -54,7 +50,7 @@ def _thawed(c, a, b, node):
 
 def _restarted(c, node, old_pid):
     try:
-        return _nm_pid(c, node) != old_pid
+        return g.nm_pid(c, node) != old_pid
     except Exception:
         return False
 
@@ -73,7 +69,7 @@ def test_killed_node_manager_with_slurmd_stopped_releases_its_jobs(gangwd):
     victim = "node2"
     with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
         _taking_turns(c, a, b, pa, pb, [victim])
-        nm_pid, wd_pid = _nm_pid(c, victim), _watchdog_pid(c, victim)
+        nm_pid, wd_pid = g.nm_pid(c, victim), _watchdog_pid(c, victim)
         assert _alive(wd_pid)
         # kill it while one of the pair is frozen there
         g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 30, "a frozen job")
@@ -109,7 +105,7 @@ def test_stopped_node_manager_releases_then_switches_again(gangwd):
     c.wait_idle(timeout=120)
     with _pair(c) as (a, b, pa, pb), resumed_on_exit(c, victim):
         _taking_turns(c, a, b, pa, pb, [victim])
-        nm_pid = _nm_pid(c, victim)
+        nm_pid = g.nm_pid(c, victim)
         g.wait_for(lambda: _frozen_somewhere(c, a, b, victim), 30, "a frozen job")
         os.kill(nm_pid, signal.SIGSTOP)
         try:
@@ -122,7 +118,7 @@ def test_stopped_node_manager_releases_then_switches_again(gangwd):
         seen = int(g.nm_gang(c, victim)["strobes"])
         g.wait_for(lambda: int(g.nm_gang(c, victim)["strobes"]) > seen, 30,
                    "strobes to %s again" % victim)
-        assert _nm_pid(c, victim) == nm_pid
+        assert g.nm_pid(c, victim) == nm_pid
         # a drain for the missed strobes, if any, is undone on exit
         time.sleep(1)
         for n in NODES:

@@ -36,10 +36,6 @@ def silent3(request, make_gang_cluster):
     return make_gang_cluster("gangsilent-" + request.param, 3, CONFS[request.param])
 
 
-def _nm_pid(c, node):
-    return int(dict(w.split("=", 1) for w in
-                    g.nm_request(c, node, "ping")[3:].split())["pid"])
-
 
 @contextlib.contextmanager
 def _stopped(*pids):
@@ -80,7 +76,7 @@ def test_stopped_node_manager_drained_for_its_silence(silent3):
     with g.running_pair(c, NODES, ("sa", "sb"), timeout=90, idle_timeout=120), \
             resumed_on_exit(c, victim):
         drains = int(g.mm_status(c)[0]["drains"])
-        with _stopped(_nm_pid(c, victim)):
+        with _stopped(g.nm_pid(c, victim)):
             stopped = time.monotonic()
             info = g.wait_for(lambda: _drained_by_storm(c, victim), 30,
                               "%s drained" % victim)
@@ -117,7 +113,7 @@ def test_administrators_drain_is_left_alone(silent3):
     g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
                "every node heard")
     with resumed_on_exit(c, victim):
-        with _stopped(_nm_pid(c, victim)):
+        with _stopped(g.nm_pid(c, victim)):
             g.wait_for(lambda: _drained_by_storm(c, victim), 30,
                        "%s drained" % victim)
             c.run(["scontrol", "update", "nodename=" + victim, "state=drain",
@@ -138,7 +134,7 @@ def test_every_node_silent_drains_none(silent3):
                "every node heard")
     log = c.path("log", "slurmctld.log")
     start = os.path.getsize(log)
-    with _stopped(*[_nm_pid(c, n) for n in NODES]):
+    with _stopped(*[g.nm_pid(c, n) for n in NODES]):
         # silent for SuspectTime and more, as the machine manager sees it
         c.wait_log(r"no node manager heard for over half of SuspectTime=%dus; draining none"
                    % (SUSPECT_MS * 1000), start=start, timeout=60)
@@ -179,7 +175,7 @@ def test_whole_cluster_silent_10s_drains_none(whole3):
                         idle_timeout=120) as (a, b, pa, pb):
         g.wait_for(lambda: all(_answering(c, n) for n in NODES), 30,
                    "every node heard")
-        pids = {n: _nm_pid(c, n) for n in NODES}
+        pids = {n: g.nm_pid(c, n) for n in NODES}
         drains = int(g.mm_status(c)[0]["drains"])
         before = _epochs(c)
         start = os.path.getsize(log)
@@ -204,6 +200,6 @@ def test_whole_cluster_silent_10s_drains_none(whole3):
         assert int(g.mm_status(c)[0]["drains"]) == drains
         for n in NODES:
             assert not _drained_by_storm(c, n), n
-        assert {n: _nm_pid(c, n) for n in NODES} == pids
+        assert {n: g.nm_pid(c, n) for n in NODES} == pids
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"

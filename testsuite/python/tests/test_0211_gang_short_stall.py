@@ -36,14 +36,6 @@ def stall3(make_gang_cluster):
     return make_gang_cluster("gangstall3", 3, CONF)
 
 
-def _nm_pid(c, node):
-    return int(dict(w.split("=", 1) for w in
-                    g.nm_request(c, node, "ping")[3:].split())["pid"])
-
-
-def _live(c, node):
-    _, nodes, _ = g.mm_status(c)
-    return nodes.get(node, {}).get("state") == "live"
 
 
 # Timing: the stall must outlast the acknowledgement timeouts (to leave the
@@ -55,8 +47,8 @@ def test_short_stall_is_taken_back_before_its_fail_safe(stall3):
     log = c.path("log", "slurmctld.log")
     with g.running_pair(c, NODES, ("sa", "sb"), timeout=90,
                         idle_timeout=120) as (a, b, pa, pb):
-        g.wait_for(lambda: all(_live(c, n) for n in NODES), 30, "every node live")
-        pid = _nm_pid(c, VICTIM)
+        g.wait_for(lambda: all(g.mm_node_live(c, n) for n in NODES), 30, "every node live")
+        pid = g.nm_pid(c, VICTIM)
         events0 = int(g.nm_gang(c, VICTIM)["failsafe_events"])
         drains0 = int(g.mm_status(c)[0]["drains"])
         start = os.path.getsize(log)
@@ -69,7 +61,7 @@ def test_short_stall_is_taken_back_before_its_fail_safe(stall3):
                 os.kill(pid, signal.SIGCONT)
             g.wait_for(lambda: int(g.nm_gang(c, VICTIM)["strobes"]) > seen, 30,
                        "strobes to %s again" % VICTIM)
-            g.wait_for(lambda: _live(c, VICTIM), 30, "%s live again" % VICTIM)
+            g.wait_for(lambda: g.mm_node_live(c, VICTIM), 30, "%s live again" % VICTIM)
         with open(log) as f:
             f.seek(start)
             text = f.read()
@@ -80,6 +72,6 @@ def test_short_stall_is_taken_back_before_its_fail_safe(stall3):
         assert st["failsafe"] == "no", st
         assert int(g.mm_status(c)[0]["drains"]) == drains0
         assert not _drained_by_storm(c, VICTIM)
-        assert _nm_pid(c, VICTIM) == pid
+        assert g.nm_pid(c, VICTIM) == pid
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"

@@ -31,18 +31,10 @@ def leaf3(make_gang_cluster):
     return make_gang_cluster("gangleaf3", 3, CONF)
 
 
-def _nm_pid(c, node):
-    return int(dict(w.split("=", 1) for w in
-                    g.nm_request(c, node, "ping")[3:].split())["pid"])
-
 
 def _epoch(c, node):
     return int(g.nm_gang(c, node)["epoch"])
 
-
-def _live(c, node):
-    _, nodes, _ = g.mm_status(c)
-    return nodes.get(node, {}).get("state") == "live"
 
 
 def test_stalled_leaf_leaves_the_strobes_and_comes_back(leaf3):
@@ -50,8 +42,8 @@ def test_stalled_leaf_leaves_the_strobes_and_comes_back(leaf3):
     log = c.path("log", "slurmctld.log")
     with g.running_pair(c, NODES, ("la", "lb"), timeout=90,
                         idle_timeout=120) as (a, b, pa, pb):
-        g.wait_for(lambda: all(_live(c, n) for n in NODES), 30, "every node live")
-        pid = _nm_pid(c, VICTIM)
+        g.wait_for(lambda: all(g.mm_node_live(c, n) for n in NODES), 30, "every node live")
+        pid = g.nm_pid(c, VICTIM)
         events0 = {n: int(g.nm_gang(c, n)["failsafe_events"]) for n in NODES}
         drains0 = int(g.mm_status(c)[0]["drains"])
         start = os.path.getsize(log)
@@ -67,7 +59,7 @@ def test_stalled_leaf_leaves_the_strobes_and_comes_back(leaf3):
             now = _epoch(c, "node2")
             g.wait_for(lambda: _epoch(c, VICTIM) > now, 30,
                        "new strobes applied on %s" % VICTIM)
-            g.wait_for(lambda: _live(c, VICTIM), 30, "%s live again" % VICTIM)
+            g.wait_for(lambda: g.mm_node_live(c, VICTIM), 30, "%s live again" % VICTIM)
         with open(log) as f:
             f.seek(start)
             text = f.read()
@@ -86,6 +78,6 @@ def test_stalled_leaf_leaves_the_strobes_and_comes_back(leaf3):
             assert st["failsafe"] == "no", (n, st)
         assert int(g.mm_status(c)[0]["drains"]) == drains0
         assert not _drained_by_storm(c, VICTIM)
-        assert _nm_pid(c, VICTIM) == pid
+        assert g.nm_pid(c, VICTIM) == pid
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"

@@ -475,8 +475,7 @@ def test_node_turns_drained_after_its_node_manager_is_killed(gangweb, web, pair,
     d = page
     victim = "node4"
     try:
-        nm_pid = int(dict(x.split("=", 1) for x in
-                          g.nm_request(c, victim, "ping")[3:].split())["pid"])
+        nm_pid = g.nm_pid(c, victim)
         # hold slurmd, which would restart the NM at once (test_0203)
         slurmd = c.procs["slurmd-%s" % victim]
         slurmd.send_signal(signal.SIGSTOP)
