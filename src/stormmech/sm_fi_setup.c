@@ -128,11 +128,10 @@ static void parse_user_level(void)
 }
 
 /*
- * Through the environment, the only way libfabric takes them: so only a
- * process of our own asks (storm-nm, before its first thread).  Inside
- * slurmctld setenv would race its threads' getenv, and whatever the
- * process starts would inherit the settings; a user's job must never see
- * its MPI's libfabric tuned by us.
+ * Through the environment, the only way libfabric takes them, so the
+ * caller picks the moment: storm-nm before its first thread, sched/storm
+ * while slurmctld loads it.  Never from srun (which opens no context): a
+ * user's job must not see its MPI's libfabric tuned by us.
  */
 void storm_fabric_small_buffers(void)
 {

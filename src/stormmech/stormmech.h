@@ -297,8 +297,9 @@ void storm_ctx_stats(storm_ctx_t *ctx, storm_stats_t *st);
 /* Sizes libfabric's rxm buffers for STORM's traffic (a few KiB per
  * message, a window of chunks per connection) instead of an MPI rank's
  * (about 100 MB per endpoint).  Sets FI_OFI_RXM_BUFFER_SIZE and
- * FI_OFI_RXM_MSG_{TX,RX}_SIZE in the environment where unset: call it
- * only in a process of your own, before any thread and any context. */
+ * FI_OFI_RXM_MSG_{TX,RX}_SIZE in the environment where unset, before any
+ * context.  Every process of one fabric must call it or none: a sender's
+ * buffer size decides what it sends eagerly into the receiver's. */
 void storm_fabric_small_buffers(void);
 
 /* ------------------------------------------------------------ progress */

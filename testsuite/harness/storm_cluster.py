@@ -910,7 +910,7 @@ class Cluster:
         """SIGTERM every node manager once its slurmd is gone (slurmd would
         start a new one) and wait for it to exit: a clean exit thaws what
         it switched and frees what it holds, so that a sanitized storm-nm
-        (contribs/run-sanitized) has its leaks checked, which a SIGKILL
+        (scripts/run-sanitized) has its leaks checked, which a SIGKILL
         skips.  What is still running at the deadline is killed with the
         rest of its node.  Returns the nodes whose node manager is still
         running at the deadline (NM_STOP_TIMEOUT_S unless given)."""

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A node manager that ran broadcasts and gang switches exits cleanly on
 SIGTERM, freeing what it holds: the harness stops every cluster's node
-managers that way, so that under contribs/run-sanitized LeakSanitizer
+managers that way, so that under scripts/run-sanitized LeakSanitizer
 checks each of them at its exit (a SIGKILL would skip the check), and a
 leak in storm-nm fails the run.  The second test shows that it does: a
 node manager told to leak (STORM_NM_TEST_LEAK, storm-nm(8)) gets a
@@ -70,7 +70,7 @@ def test_node_managers_exit_cleanly_after_broadcasts_and_switches(make_gang_clus
 
 
 @pytest.mark.skipif(not _sanitized(os.environ.get("STORM_TEST_NODE_MANAGER", "")),
-                    reason="needs the sanitized storm-nm (contribs/run-sanitized)")
+                    reason="needs the sanitized storm-nm (scripts/run-sanitized)")
 def test_a_leak_in_the_node_manager_is_reported(make_cluster, tmp_path):
     prefix = str(tmp_path / "canary")
     env = {"STORM_NM_TEST_LEAK": "1",

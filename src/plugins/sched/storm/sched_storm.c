@@ -22,6 +22,7 @@
 
 #include "src/common/storm_conf.h"
 #include "src/common/storm_wrap.h"
+#include "src/stormmech/stormmech.h"
 #include "src/plugins/compat/compat.h"
 
 #include "mm_gang.h"
@@ -132,6 +133,11 @@ extern int init(void)
 	/* loading this plugin brought libfabric in, and with it handlers
 	 * that are not slurmctld's */
 	mm_signals_reclaim();
+	/* the same rxm sizes as every node manager: a sender's buffer size
+	 * sets what it sends eagerly, which the receiver's bounce buffers
+	 * must hold (mismatched, every confirmation ran into its timeout);
+	 * set while slurmctld loads its plugins, before the MM's threads */
+	storm_fabric_small_buffers();
 	if (storm_wrap_open(&base_lib, slurm_conf.plugindir, SLURM_PLUGINDIR,
 			    "sched_backfill", base_syms, (void **) &base, 1,
 			    err, sizeof(err))) {
