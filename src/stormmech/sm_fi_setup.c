@@ -46,15 +46,25 @@ static const char *const fi_env[][2] = {
  * counted; everything else is printed as libfabric would have (stderr,
  * FI_LOG_LEVEL).
  */
+static const char *const level_names[] = { "warn", "trace", "info", "debug" };
 static atomic_uint_fast64_t conn_refused;
 static int user_level = -1;	/* FI_LOG_LEVEL: -1 none, else FI_LOG_* */
 static uint64_t log_interval_ms = 2000;
 
+/* a warning of the tcp provider's connection management: where its
+ * handshake refusals are said */
+static bool is_tcp_cm_warning(const struct fi_provider *prov,
+			      enum fi_log_level level,
+			      enum fi_log_subsys subsys)
+{
+	return level == FI_LOG_WARN && subsys == FI_LOG_EP_CTRL &&
+	       prov && prov->name && !strcmp(prov->name, "tcp");
+}
+
 static bool is_refusal(const struct fi_provider *prov, enum fi_log_level level,
 		       enum fi_log_subsys subsys, const char *func)
 {
-	return level == FI_LOG_WARN && subsys == FI_LOG_EP_CTRL &&
-	       prov && prov->name && !strcmp(prov->name, "tcp") &&
+	return is_tcp_cm_warning(prov, level, subsys) &&
 	       func && strstr(func, "cm_data");
 }
 
@@ -68,9 +78,7 @@ static int log_enabled(const struct fi_provider *prov, enum fi_log_level level,
 {
 	/* the function is known only in log(): every tcp connection warning
 	 * is formatted, which costs nothing while no one misbehaves */
-	return user_wants(level, flags) ||
-	       (level == FI_LOG_WARN && subsys == FI_LOG_EP_CTRL &&
-		prov && prov->name && !strcmp(prov->name, "tcp"));
+	return user_wants(level, flags) || is_tcp_cm_warning(prov, level, subsys);
 }
 
 static int log_ready(const struct fi_provider *prov, enum fi_log_level level,
@@ -89,7 +97,6 @@ static void log_line(const struct fi_provider *prov, enum fi_log_level level,
 		     enum fi_log_subsys subsys, const char *func, int line,
 		     const char *msg)
 {
-	static const char *const lv[] = { "warn", "trace", "info", "debug" };
 	static const char *const sub[] = { "core", "fabric", "domain",
 		"ep_ctrl", "ep_data", "av", "cq", "eq", "mr", "cntr" };
 
@@ -100,7 +107,7 @@ static void log_line(const struct fi_provider *prov, enum fi_log_level level,
 	fprintf(stderr, "libfabric:%d:%ld::%s:%s:%s():%d<%s> %s",
 		(int) getpid(), (long) time(NULL), prov ? prov->name : "?",
 		(unsigned) subsys < 10 ? sub[subsys] : "?", func ? func : "?",
-		line, (unsigned) level < 4 ? lv[level] : "?", msg);
+		line, (unsigned) level < 4 ? level_names[level] : "?", msg);
 }
 
 static struct fi_ops_log log_ops = {
@@ -114,12 +121,11 @@ static struct fid_logging log_fid = { .ops = &log_ops };
 
 static void parse_user_level(void)
 {
-	static const char *const lv[] = { "warn", "trace", "info", "debug" };
 	const char *s = getenv("FI_LOG_LEVEL");
 	const char *iv = getenv("FI_LOG_INTERVAL");
 
 	for (int i = 0; s && i < 4; i++)
-		if (!strcasecmp(s, lv[i]))
+		if (!strcasecmp(s, level_names[i]))
 			user_level = i;
 	if (s && user_level < 0)
 		user_level = FI_LOG_WARN;	/* as libfabric: unknown is warn */
