@@ -11,9 +11,8 @@ of every cluster then running and carries their latest errors.
 The harness directory is put on sys.path here, once: tests import
 storm_cluster, storm_gang, storm_jobs and storm_wait directly.
 
-Tests marked `timing` assert a rate, a share or a duration that a loaded
-host can push past its tolerance (tolerances.py); `-m "not timing"`
-leaves them out.
+Tests assert behaviour and wait for it with generous deadlines; how fast
+or how fairly is for the benchmarks (testsuite/bench).
 """
 import contextlib
 import os

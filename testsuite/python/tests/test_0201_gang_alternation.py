@@ -6,8 +6,8 @@ quantum behaviour with more), the MM strobes every 40 ms.  The jobs take
 turns on every node (their freezer cgroups show it; storm_gang's
 wait_taking_turns), both progress, they rarely get CPU time in the same
 ~2 ms sample of /proc/<pid>/schedstat, and Slurm sees both RUNNING the
-whole time; the tests marked `timing` also check that they share the CPU
-fairly over 200 quanta.
+whole time.  How fairly they share the CPU is a figure of
+testsuite/bench/gang/run-gang-bench, not an assertion here.
 """
 import contextlib
 import subprocess
@@ -15,7 +15,6 @@ import subprocess
 import pytest
 
 import storm_gang as g
-import tolerances as tol
 from storm_jobs import jobs_cancelled
 
 Q_MS = 40
@@ -32,33 +31,6 @@ def gang4(make_gang_cluster):
 
 def _pair(cluster):
     return g.running_pair(cluster, NODES, ("gangA", "gangB"))
-
-
-def _alternate(pa, pb, q_ms, max_both):
-    """For the `timing` tests: sample both jobs' tasks over 200 quanta of
-    q_ms and assert that on
-    every node both progress and they take turns ("both ran in the same
-    ~2 ms sample" only around switches, where sampling straddles them,
-    under max_both of the time and never for long).  Returns job A's share
-    of their CPU and the per-node overlap."""
-    pids = {}
-    for n in NODES:
-        pids[(n, "a")] = pa[n]
-        pids[(n, "b")] = pb[n]
-    samples = g.sample(pids, duration=200 * q_ms / 1000.0)
-    tot_a = tot_b = 0
-    both = []
-    for n in NODES:
-        sub = [(t, {"a": v[(n, "a")], "b": v[(n, "b")]}) for t, v in samples]
-        r = g.analyse_pair(sub, "a", "b")
-        assert r["a_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-        assert r["b_ns"] > 0.1 * r["total_s"] * 1e9 / 4, (n, r)
-        assert r["both_frac"] < max_both, (n, r)
-        assert r["longest_both_s"] < 3 * q_ms / 1000.0, (n, r)
-        tot_a += r["a_ns"]
-        tot_b += r["b_ns"]
-        both.append("%.3f" % r["both_frac"])
-    return tot_a / float(tot_a + tot_b), both
 
 
 def test_two_jobs_alternate(gang4):
@@ -85,25 +57,16 @@ def test_two_jobs_alternate(gang4):
         assert int(hdr["nslots"]) == 2
 
 
-@pytest.mark.timing
-def test_two_jobs_share_fairly(gang4):
-    with _pair(gang4) as (a, b, pa, pb):
-        share, both = _alternate(pa, pb, Q_MS, 0.15)
-        print("gang alternation: share of job A %.4f; per-node overlap %s" % (share, both))
-        assert abs(share - 0.5) <= tol.FAIR_SHARE_DEVIATION, share
-
-
 STROBE_Q_MS, STROBE_PER = 25, 8
 
 
 @contextlib.contextmanager
-def _one_strobe_per_quanta(c, share=False):
+def _one_strobe_per_quanta(c):
     """A pair taking turns with StrobeInterval: the MM strobes once per
     STROBE_PER quanta of STROBE_Q_MS.  Yields the NMs' gang replies before
     and after the pair was seen taking turns and then 20 more strobes went
-    by, and None; with share, before and after sampling 200 quanta, and
-    job A's share of the CPU (a `timing` measure).  On exit the pair is
-    cancelled and the module's storm.conf back in force."""
+    by.  On exit the pair is cancelled and the module's storm.conf back in
+    force."""
     path = c.path("etc", "storm.conf")
     good = open(path).read()
     q_ms, per = STROBE_Q_MS, STROBE_PER
@@ -118,19 +81,12 @@ def _one_strobe_per_quanta(c, share=False):
             g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
                        30, "%d quanta a strobe" % per)
             before = {n: g.nm_gang(c, n) for n in NODES}
-            if share:
-                # a switch every 25 ms straddles about one 2 ms sample in 12
-                got, both = _alternate(pa, pb, q_ms, 0.2)
-                print("one strobe per %d quanta: share of job A %.4f; per-node overlap %s"
-                      % (per, got, both))
-            else:
-                got = None
-                g.wait_taking_turns(c, a, b, pa, pb, NODES, q_ms / 1000.0)
-                g.wait_for(lambda: all(int(g.nm_gang(c, n)["strobes"]) >=
-                                       int(before[n]["strobes"]) + 20 for n in NODES),
-                           120, "20 more strobes on every node")
+            g.wait_taking_turns(c, a, b, pa, pb, NODES, q_ms / 1000.0)
+            g.wait_for(lambda: all(int(g.nm_gang(c, n)["strobes"]) >=
+                                   int(before[n]["strobes"]) + 20 for n in NODES),
+                       120, "20 more strobes on every node")
             after = {n: g.nm_gang(c, n) for n in NODES}
-            yield before, after, got
+            yield before, after
     finally:
         c.write_storm_conf(good)
         c.run(["scontrol", "reconfigure"], check=False)
@@ -145,7 +101,7 @@ def test_one_strobe_for_several_quanta(gang4):
     quantum, in step on all nodes."""
     c = gang4
     per = STROBE_PER
-    with _one_strobe_per_quanta(c) as (before, after, _):
+    with _one_strobe_per_quanta(c) as (before, after):
         for n in NODES:
             d = {k: int(after[n][k]) - int(before[n][k])
                  for k in ("strobes", "timed_switches")}
@@ -167,17 +123,6 @@ def test_one_strobe_for_several_quanta(gang4):
         hdr, nodes, _ = g.mm_status(c)
         assert all(v["state"] == "live" and v["misses"] == "0"
                    for v in nodes.values()), nodes
-
-
-@pytest.mark.timing
-def test_one_strobe_for_several_quanta_switches_every_quantum_fairly(gang4):
-    """With StrobeInterval the nodes still switch once a quantum, and the
-    pair shares the CPU fairly."""
-    with _one_strobe_per_quanta(gang4, share=True) as (before, after, share):
-        for n in NODES:
-            freezes = int(after[n]["freezes"]) - int(before[n]["freezes"])
-            assert freezes >= tol.FREEZES_IN_200_QUANTA_MIN, (n, freezes)
-        assert abs(share - 0.5) <= tol.FAIR_SHARE_DEVIATION, share
 
 
 def test_slurm_suspend_works_on_top(gang4):

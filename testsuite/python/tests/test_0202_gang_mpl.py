@@ -6,7 +6,6 @@ import contextlib
 import pytest
 
 import storm_gang as g
-import tolerances as tol
 from storm_jobs import jobs_cancelled
 
 Q_MS = 30
@@ -57,19 +56,6 @@ def test_mpl3_three_slots_take_turns(gang2):
             return (i["JobState"] != "PENDING" or i.get("Reason", "None") != "None") and i
         info = g.wait_for(considered, 60, "job %d considered by the scheduler" % d)
         assert info["JobState"] == "PENDING", info
-
-
-@pytest.mark.timing
-def test_mpl3_three_slots_share_fairly(gang2):
-    with _three_jobs_sampled(gang2) as (jobs, _, samples):
-        for n in NODES:
-            got = {}
-            for j in jobs:
-                got[j] = samples[-1][1][(n, j)] - samples[0][1][(n, j)]
-            total = sum(got.values())
-            for j in jobs:
-                # each of the three gets roughly a third, never starves
-                assert got[j] > tol.SHARE_OF_THREE_MIN * total, (n, got)
 
 
 def test_job_ending_frees_its_slot(gang2):

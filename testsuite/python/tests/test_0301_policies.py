@@ -14,7 +14,6 @@ import time
 import pytest
 
 import storm_gang as g
-import tolerances as tol
 from storm_jobs import cancel_jobs, jobs_cancelled
 from storm_wait import poll
 
@@ -78,10 +77,10 @@ def policy_jobs(c, policy, extra=""):
         set_policy(c, "gang")
 
 
-def _busy_beside_sleepy(c, rates):
+def _busy_beside_sleepy(c):
     """A busy job beside a sleeping one, under flexible, then gang: the
     busy job is idle-class outside its slot under flexible, frozen under
-    gang.  With rates, returns its CPU seconds a second under each."""
+    gang (what that gains in CPU is a figure of run-policies-bench)."""
     with policy_jobs(c, "flexible") as jobs:
         a = c.sbatch("-N", "2", "-w", ",".join(NODES), "--ntasks-per-node=1",
                      "-c", str(c.cpus), "-J", "sleepy", "-o", "/dev/null",
@@ -89,7 +88,7 @@ def _busy_beside_sleepy(c, rates):
         jobs.append(a)
         b = g.submit_spinner(c, NODES, name="busy")
         jobs.append(b)
-        pb = g.spinner_pids(c, b, NODES)
+        g.spinner_pids(c, b, NODES)  # its tasks are running
         g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2" and
                    set(g.mm_status(c)[2]) >= {a, b}, 30,
                    "both jobs in two slots")
@@ -110,30 +109,16 @@ def _busy_beside_sleepy(c, rates):
         # idle-class seen above; and never frozen, then or now
         seen = states_seen(c, [a, b], "node1")
         assert "frozen" not in seen[b] | last["states"], (seen, last)
-        rate = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)[0] if rates else None
 
         # the same pair under gang: the busy job only runs in its own slot
         set_policy(c, "gang")
         wait_policy(c, [a, b], "gang")
         g.wait_for(lambda: "frozen" in states_seen(c, [b], "node1", 0.5)[b],
                    60, "busy job frozen outside its slot")
-        rate_gang = g.cpu_rate({n: pb[n] for n in NODES}, 3.0)[0] if rates else None
-    return rate, rate_gang
 
 
 def test_flexible_makes_a_busy_slot_idle_class_not_frozen(pol):
-    _busy_beside_sleepy(pol, rates=False)
-
-
-@pytest.mark.timing
-def test_flexible_lets_a_busy_slot_use_cpu_a_sleeping_slot_leaves(pol):
-    rate, rate_gang = _busy_beside_sleepy(pol, rates=True)
-    print("busy job, CPU per second: flexible %.2f, gang %.2f" % (rate, rate_gang))
-    # under flexible it fills the CPU the sleeping slot leaves: well above
-    # the half core per node it gets under gang
-    assert rate > tol.FLEXIBLE_RATE_MIN_PER_NODE * len(NODES), rate
-    assert rate_gang < tol.GANG_RATE_MAX_PER_NODE * len(NODES), rate_gang
-    assert rate > rate_gang * tol.FLEXIBLE_GAIN, (rate, rate_gang)
+    _busy_beside_sleepy(pol)
 
 
 COUNT = "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; echo result=$i"
