@@ -54,6 +54,7 @@ static const key_def_t keys[] = {
 	{ "BcastPort", K_PORTS, F(bcast_port_lo), 0, 1024, 65535 },
 	{ "ControllerPort", K_U32, F(ctl_port), 0, 1024, 65535 },
 	{ "FailSafe", K_DURATION, F(failsafe_us), 0, 1000, 3600000000ULL },
+	{ "HandoverTime", K_DURATION, F(handover_us), 0, 0, 3600000000ULL },
 	{ "StrobeInterval", K_DURATION, F(strobe_interval_us), 0, 0, 60000000ULL },
 	{ "SwitchAt", K_SWITCH_AT, F(switch_at_arrival), 0, 0, 0 },
 	{ "SuspectQuanta", K_U32, F(suspect_quanta), 0, 1, 1000000 },
@@ -109,6 +110,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->bcast_port_lo = conf->bcast_port_hi = 7200;
 	conf->ctl_port = 7099;
 	conf->failsafe_us = 1000000;
+	conf->handover_us = 10000000;
 	conf->strobe_interval_auto = true;
 	conf->suspect_quanta = 50;
 	/* silent this long is dead: several times the longest silence of a
@@ -683,7 +685,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 	n = snprintf(buf, len,
 		     "Timeslice=%" PRIu64 "us\nMaxMPL=%u\nPolicy=%s\n"
 		     "Provider=%s\nPort=%u-%u\nBcastPort=%u-%u\nControllerPort=%u\n"
-		     "FailSafe=%" PRIu64 "us\nStrobeInterval=%s\n"
+		     "FailSafe=%" PRIu64 "us\nHandoverTime=%" PRIu64 "us\n"
+		     "StrobeInterval=%s\n"
 		     "SwitchAt=%s\nSuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
 		     "ReturnAfter=%" PRIu64 "us\n"
 		     "Timeout=%" PRIu64 "us\n"
@@ -694,7 +697,7 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
 		     c->provider, c->port_lo, c->port_hi, c->bcast_port_lo,
 		     c->bcast_port_hi, c->ctl_port,
-		     c->failsafe_us, si,
+		     c->failsafe_us, c->handover_us, si,
 		     c->switch_at_arrival ? "arrival" : "announced",
 		     c->suspect_quanta, c->suspect_time_us, c->return_after_us,
 		     c->timeout_us,

@@ -50,6 +50,9 @@ typedef struct {
 	uint32_t ctl_port;		/* ControllerPort= the Machine Manager's
 					 * fabric port on the slurmctld host */
 	uint64_t failsafe_us;		/* FailSafe= thaw all without strobe */
+	uint64_t handover_us;		/* HandoverTime= quanta the stopping
+					 * Machine Manager leaves the nodes to
+					 * time (0: it thaws every job) */
 	uint64_t strobe_interval_us;	/* StrobeInterval= one strobe covers
 					 * this many us of quanta (0: each) */
 	bool strobe_interval_auto;	/* StrobeInterval=auto (the default):

@@ -385,11 +385,14 @@ static void on_commit(void *arg, int root, uint64_t offset, uint64_t len,
 	storm_var_set(gang.nm->ctx, STORM_GANG_VAR_APPLIED, s.epoch);
 }
 
-/* FailSafe as the strobes carry it, else as configured. */
+/* FailSafe as the strobes carry it, else as configured; after a stopping
+ * Machine Manager's handover, counted from the end of its quanta. */
 static uint64_t failsafe_ns(void)
 {
-	return (gang.last.failsafe_us ? gang.last.failsafe_us :
-		gang.nm->conf.failsafe_us) * 1000ULL;
+	return nm_gang_plan_failsafe_ns(&gang.last,
+					(gang.last.failsafe_us ?
+					 gang.last.failsafe_us :
+					 gang.nm->conf.failsafe_us) * 1000ULL);
 }
 
 /*

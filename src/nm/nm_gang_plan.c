@@ -102,3 +102,14 @@ extern uint64_t nm_gang_plan_long_ns(const storm_gang_strobe_t *s)
 	return s->nslots > 1 ?
 	       2ULL * (s->nslots - 1) * s->quantum_us * 1000ULL : 0;
 }
+
+extern uint64_t nm_gang_plan_failsafe_ns(const storm_gang_strobe_t *s,
+					 uint64_t failsafe_ns)
+{
+	uint64_t span_ns;
+
+	if (s->nquanta <= 1 || s->nslots <= 1)
+		return failsafe_ns;
+	span_ns = (uint64_t) s->nquanta * s->quantum_us * 1000ULL;
+	return span_ns > failsafe_ns / 2 ? failsafe_ns + span_ns : failsafe_ns;
+}

@@ -90,4 +90,13 @@ extern uint64_t nm_gang_plan_deadline(uint64_t now, uint64_t failsafe_due,
  * long freezes): two full rounds of the other slots; 0 with one slot. */
 extern uint64_t nm_gang_plan_long_ns(const storm_gang_strobe_t *s);
 
+/*
+ * How long without a strobe before the fail-safe opens, after strobe s with
+ * FailSafe failsafe_ns: FailSafe, or, for a strobe whose quanta outlast
+ * half of FailSafe (a stopping Machine Manager's handover, HandoverTime;
+ * StrobeInterval is never that long), FailSafe after its last quantum.
+ */
+extern uint64_t nm_gang_plan_failsafe_ns(const storm_gang_strobe_t *s,
+					 uint64_t failsafe_ns);
+
 #endif /* STORM_NM_GANG_PLAN_H */

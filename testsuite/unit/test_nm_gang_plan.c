@@ -240,6 +240,25 @@ START_TEST(long_freeze_is_two_rounds)
 }
 END_TEST
 
+START_TEST(handover_quanta_push_the_fail_safe_back)
+{
+	/* strobe(slot, nslots, nquanta, at): 2 ms quanta */
+	storm_gang_strobe_t s = strobe(0, 2, 1, 0);
+	uint64_t fs = 1000 * MS;
+
+	ck_assert_uint_eq(nm_gang_plan_failsafe_ns(&s, fs), fs);
+	/* StrobeInterval: at most half of FailSafe, which stays as it is */
+	s.nquanta = 250;
+	ck_assert_uint_eq(nm_gang_plan_failsafe_ns(&s, fs), fs);
+	/* a handover of 10 s: FailSafe after its last quantum */
+	s.nquanta = 5000;
+	ck_assert_uint_eq(nm_gang_plan_failsafe_ns(&s, fs), fs + 10000 * MS);
+	/* one slot: nothing to time, nothing to wait for */
+	s.nslots = 1;
+	ck_assert_uint_eq(nm_gang_plan_failsafe_ns(&s, fs), fs);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nm_gang_plan");
@@ -256,6 +275,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, zero_slots_count_as_one);
 	tcase_add_test(tc, deadline_bounds_the_sleep);
 	tcase_add_test(tc, long_freeze_is_two_rounds);
+	tcase_add_test(tc, handover_quanta_push_the_fail_safe_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

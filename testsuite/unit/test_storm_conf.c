@@ -66,6 +66,12 @@ START_TEST(values_and_units)
 	ck_assert_uint_eq(conf.timeslice_us, 2000);
 	ck_assert_int_eq(parse("Timeslice=1s FailSafe=5s\n"), 0);
 	ck_assert_uint_eq(conf.timeslice_us, 1000000);
+	/* the stopping MM's quanta: 10 s unless told, 0 thaws at once */
+	ck_assert_uint_eq(conf.handover_us, 10000000);
+	ck_assert_int_eq(parse("HandoverTime=0\n"), 0);
+	ck_assert_uint_eq(conf.handover_us, 0);
+	ck_assert_int_eq(parse("HandoverTime=60s\n"), 0);
+	ck_assert_uint_eq(conf.handover_us, 60000000);
 }
 END_TEST
 
@@ -115,6 +121,8 @@ static const struct {
 	{ "MaxMPL=17\n", "storm.conf:1", "MaxMPL" },
 	{ "Policy=roundrobin\n", "storm.conf:1", "Policy" },
 	{ "FailSafe=10us\n", "storm.conf:1", "FailSafe" },
+	{ "HandoverTime=3601s\n", "storm.conf:1", "HandoverTime" },
+	{ "HandoverTime=soon\n", "storm.conf:1", "HandoverTime" },
 	{ "SuspectQuanta=0\n", "storm.conf:1", "SuspectQuanta" },
 	{ "SuspectTime=10ms\n", "storm.conf:1", "SuspectTime" },
 	{ "SuspectTime=11m\n", "storm.conf:1", "SuspectTime" },

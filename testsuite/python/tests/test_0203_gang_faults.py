@@ -97,37 +97,81 @@ def _caught(pid):
     return {s for s in signal.Signals if mask & (1 << (s - 1))}
 
 
+def _sigterm_ctld(c):
+    """SIGTERM to slurmctld, which must exit 0 having saved its state and
+    stopped its machine manager: returns what it logged meanwhile."""
+    p = c.procs["slurmctld"]
+    faults = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL}
+    assert not (_caught(p.pid) & faults), _caught(p.pid)
+    start = c.log_size()
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=60)
+    with open(c.log(), errors="replace") as f:
+        f.seek(start)
+        log = f.read()
+    assert rc == 0, (rc, log[-2000:])
+    for line in ("Saving all slurm state", "machine manager thread stopped"):
+        assert line in log, (line, log[-2000:])
+    return log
+
+
 def test_sigterm_is_slurmctlds_own_shutdown(gang3):
     """Loading sched/storm brings libfabric in, and with it libinfinipath,
     whose handlers exit(1) on SIGTERM, SIGINT and the faults: a SIGTERM
     ended a Slurm 24.11 slurmctld without saving its state, its exit
     handlers freeing what the Machine Manager's threads still used.  A
     SIGTERM must be slurmctld's shutdown, the MM's goodbye included; a
-    fault must be the kernel's (a core), not a handler's exit."""
+    fault must be the kernel's (a core), not a handler's exit.  The goodbye
+    hands the nodes HandoverTime (10 s) of quanta: they go on switching
+    without a machine manager, then fail open."""
     c = gang3
     with _pair(c) as (a, b, pa, pb):
-        p = c.procs["slurmctld"]
-        faults = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL}
-        assert not (_caught(p.pid) & faults), _caught(p.pid)
-        start = c.log_size()
-        p.send_signal(signal.SIGTERM)
-        rc = p.wait(timeout=60)
-        with open(c.log(), errors="replace") as f:
-            f.seek(start)
-            log = f.read()
-        assert rc == 0, (rc, log[-2000:])
-        for line in ("Saving all slurm state",
-                     "told the node managers to run every job",
-                     "machine manager thread stopped"):
-            assert line in log, (line, log[-2000:])
-        # every job runs, thawed by the goodbye, not by the fail-safe
+        since = {n: int(g.nm_gang(c, n)["epoch"]) for n in NODES}
+        log = _sigterm_ctld(c)
+        assert "handed the node managers 333 quanta" in log, log[-2000:]
+        # no machine manager back: the fail-safe opens after the quanta
+        g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "open" for n in NODES),
+                   120, "fail-safe open on every node after the handover")
         g.wait_for(lambda: _both_thawed_and_running(c, a, b, pa, pb, NODES), 60,
                    "both jobs thawed and running everywhere")
+        # meanwhile each node timed the handover strobe's switches itself
+        for n in NODES:
+            trace = g.nm_traces(c, [n], since[n], 1 << 62)[n]
+            last = max(e for e, _ in trace)
+            timed = [q for e, q in trace if e == last and q > 0]
+            assert len(timed) >= 20, (n, last, sorted(timed)[-5:])
         c.restart_ctld()
         g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
                    30, "strobes back on every node")
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"
+
+
+def test_handover_time_0_thaws_every_job_at_once(gang3):
+    """HandoverTime=0: the stopping machine manager's goodbye runs every
+    job at once, on every node."""
+    c = gang3
+    path = c.path("etc", "storm.conf")
+    good = open(path).read()
+    try:
+        c.write_storm_conf(good + "HandoverTime=0\n")
+        c.run(["scontrol", "reconfigure"])
+        with _pair(c) as (a, b, pa, pb):
+            _taking_turns(c, a, b, pa, pb, NODES)
+            log = _sigterm_ctld(c)
+            assert "told the node managers to run every job" in log, log[-2000:]
+            g.wait_for(lambda: _both_thawed_and_running(c, a, b, pa, pb, NODES), 60,
+                       "both jobs thawed and running everywhere")
+            c.write_storm_conf(good)
+            c.restart_ctld()
+            g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
+                       30, "strobes back on every node")
+    finally:
+        c.write_storm_conf(good)
+        if c.procs.get("slurmctld") and c.procs["slurmctld"].poll() is None:
+            c.run(["scontrol", "reconfigure"], check=False)
+        else:
+            c.restart_ctld()
 
 
 def test_node_manager_leaves_faults_to_the_kernel(gang3):

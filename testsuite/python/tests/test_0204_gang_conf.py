@@ -60,10 +60,9 @@ def test_reconfigure_keeps_switching_on_last_good(gconf):
                    open(c.log()).read()[start:], 30, "reconfigure refused")
         assert "Timeslice" in open(c.log()).read()[start:]
         # the MM goes on at the old quantum, the NMs keep getting strobes
-        # (from 23.11 on, a reconfigure is a new slurmctld process: from
-        # the old one's MM telling the nodes to run every job to the new
-        # one's MM on the fabric no strobe goes out, seconds on a loaded
-        # host, whether the new storm.conf was good or not)
+        # (from 23.11 on, a reconfigure is a new slurmctld process: the
+        # old one's MM hands the nodes HandoverTime of quanta to time
+        # themselves, and the new one's strobes take over from them)
         e1 = int(g.nm_gang(c, "node1")["epoch"])
 
         def strobed():

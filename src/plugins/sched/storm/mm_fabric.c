@@ -126,8 +126,10 @@ extern int mm_fabric_open(mm_t *mm)
 	storm_cfg_t cfg;
 	char host[256];
 	int rc;
+	uint64_t t0 = storm_mono_ns(), t_nodes, t_ep;
 
 	learn_nodes(mm, host, sizeof(host));
+	t_nodes = storm_mono_ns();
 	storm_cfg_init(&cfg);
 	cfg.provider = mm->conf.provider;
 	cfg.host = host;
@@ -143,6 +145,7 @@ extern int mm_fabric_open(mm_t *mm)
 	cfg.timeout_ms = mm_timeout_ms(&mm->conf);
 	cfg.busy_poll_us = 0;	/* as the node managers: sleep on the CQ fd */
 	rc = storm_ctx_open(&cfg, &mm->ctx);
+	t_ep = storm_mono_ns();
 	if (rc) {
 		mm->ctx = NULL;
 		error("%s: cannot open the fabric endpoint %s:%u (provider %s): %s",
@@ -158,9 +161,11 @@ extern int mm_fabric_open(mm_t *mm)
 		mm_fabric_close(mm);
 		return -ENOMEM;
 	}
-	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms",
+	info("%s: joined the fabric as rank %d at %s:%u (%s), %d node managers, Timeslice=%" PRIu64 "us, ack timeout %d ms (in %" PRIu64 " ms: nodes %" PRIu64 ", endpoint %" PRIu64 ")",
 	     MM_PREFIX, mm->nnodes, host, mm->conf.ctl_port, mm->conf.provider,
-	     mm->nnodes, mm->conf.timeslice_us, cfg.timeout_ms);
+	     mm->nnodes, mm->conf.timeslice_us, cfg.timeout_ms,
+	     (storm_mono_ns() - t0) / 1000000, (t_nodes - t0) / 1000000,
+	     (t_ep - t_nodes) / 1000000);
 	return 0;
 }
 

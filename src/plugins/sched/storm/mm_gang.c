@@ -386,13 +386,14 @@ static void quantum(mm_t *mm)
 	mm_account_lap(mm, MM_STEP_SLEEP, &t);
 }
 
-/* The thread's last words: every job runs, the fabric closes. */
+/* The thread's last words: the nodes switch on their own for
+ * HandoverTime, or every job runs; the fabric closes. */
 static void mm_finish(mm_t *mm)
 {
 	mm_prio_rt(mm, false);
 	mm_sampler_stop(mm);
 	if (mm->ctx) {
-		mm_strobe_release_all(mm);
+		mm_strobe_hand_over(mm);
 		mm_fabric_close(mm);
 	}
 	mm_status_now_close(mm);

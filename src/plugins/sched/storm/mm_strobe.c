@@ -15,6 +15,7 @@
 #include "mm_fabric.h"
 #include "mm_faults.h"
 #include "mm_jobs.h"
+#include "mm_matrix.h"
 #include "mm_offset.h"
 #include "mm_prio.h"
 #include "mm_strobe.h"
@@ -122,4 +123,31 @@ extern void mm_strobe_release_all(mm_t *mm)
 		mm_strobe_send(mm, 0, 1, mm->conf.timeslice_us * 1000ULL);
 		info("%s: told the node managers to run every job", MM_PREFIX);
 	}
+}
+
+extern void mm_strobe_hand_over(mm_t *mm)
+{
+	uint64_t q_us = mm->conf.timeslice_us;
+	uint64_t nq = q_us ? mm->conf.handover_us / q_us : 0;
+	int nslots = mm->matrix.nslots;
+
+	if (nslots <= 1 || nq < 2) {
+		mm_strobe_release_all(mm);
+		return;
+	}
+	if (nq > UINT32_MAX)
+		nq = UINT32_MAX;
+	if (mm->table.dirty)
+		mm_strobe_send_table(mm);
+	mm->cur_slot = mm_matrix_next_slot(mm->cur_slot, mm->span, nslots);
+	mm->span = (uint32_t) nq;
+	mm->epoch++;
+	mm->span_start = storm_mono_ns();
+	if (mm_strobe_send(mm, (uint32_t) mm->cur_slot, mm->span,
+			   q_us * 1000ULL) == 0)
+		info("%s: handed the node managers %" PRIu64 " quanta (%" PRIu64 " ms, HandoverTime) to switch on their own until a machine manager strobes again; without one, their fail-safe opens FailSafe after them",
+		     MM_PREFIX, nq, nq * q_us / 1000);
+	else
+		error("%s: the handover strobe did not reach every node manager: those it missed open their fail-safe FailSafe after the last strobe they had",
+		      MM_PREFIX);
 }

@@ -19,5 +19,14 @@ extern int mm_strobe_send(mm_t *mm, uint32_t slot, uint32_t nq,
 /* Tell every node manager to run everything (the MM stopping): best
  * effort. */
 extern void mm_strobe_release_all(mm_t *mm);
+/*
+ * The MM stopping: while jobs time-share and HandoverTime is set, a last
+ * strobe leaves the node managers HandoverTime of quanta to time
+ * themselves, so that switching goes on while slurmctld restarts (from
+ * Slurm 23.11 on, every `scontrol reconfigure` is a new slurmctld) and the
+ * next MM strobes over it; with none, their fail-safe opens FailSafe after
+ * those quanta.  Else mm_strobe_release_all().  Best effort.
+ */
+extern void mm_strobe_hand_over(mm_t *mm);
 
 #endif /* STORM_MM_STROBE_H */
