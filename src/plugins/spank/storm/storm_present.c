@@ -186,7 +186,7 @@ extern int storm_present_report(spank_t sp)
 {
 	(void) sp;
 	if (note_msg[0])
-		slurm_info("%s", note_msg);
+		slurm_error("%s", note_msg);
 	if (fail_msg[0]) {
 		slurm_error("%s: %s", STORM_SPANK_PREFIX, fail_msg);
 		return -1;
