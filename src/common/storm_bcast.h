@@ -69,10 +69,16 @@
  * transfer whose file a task waits for on its node before exec. */
 #define STORM_BCAST_WAIT_ENV	"SLURM_STORM_BCAST_WAIT"
 
-/* srun -> the step's tasks, from Slurm 23.02 on (no launch plugin, so
- * srun cannot rewrite argv[0]): the node-local copy each task executes in
- * place of the user's command, its arguments unchanged. */
+/* srun -> the step's tasks: the node-local copy of the executable.  With
+ * STORM_BCAST_ORIG_ENV beside it, the copy is presented at the original
+ * path in the task's own mount namespace (storm_present.c); alone (--bcast,
+ * Slurm 23.02 on, where srun cannot rewrite argv[0]) each task executes the
+ * copy in place of the user's command, its arguments unchanged. */
 #define STORM_BCAST_EXEC_ENV	"SLURM_STORM_BCAST_EXEC"
+
+/* srun -> the step's tasks: the executable's absolute path as srun
+ * resolved it, over which each node lays its copy. */
+#define STORM_BCAST_ORIG_ENV	"SLURM_STORM_BCAST_ORIG"
 
 /* Variables: one per transfer, chosen by its key, above the NM's own
  * variables.  Two transfers whose keys share a slot on a common node at the

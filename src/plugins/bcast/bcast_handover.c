@@ -5,12 +5,15 @@
  * (23.02 on); see bcast_handover.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
@@ -41,6 +44,7 @@ extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 	if (!bcast_flag && !h->conf.bcast_executable && !force)
 		return;
 	h->active = true;
+	h->keep_path = !bcast_flag;
 	h->overlap = h->conf.bcast_overlap;
 	if ((env = getenv("SLURM_STORM_BCAST_OVERLAP")))
 		h->overlap = !strcasecmp(env, "yes") || !strcmp(env, "1");
@@ -60,6 +64,61 @@ extern int storm_handover_check(const storm_handover_t *h, const char *path,
 {
 	return storm_bcast_check_file(path, h->conf.bcast_max_bytes, err,
 				      errlen);
+}
+
+/* Why a node-local copy of path would not behave as path itself, or
+ * NULL; why[] holds the words. */
+static const char *_cannot_keep(const storm_handover_t *h, const char *path,
+				const struct stat *st, char *why, size_t len)
+{
+	int fd;
+
+	if (st->st_mode & (S_ISUID | S_ISGID)) {
+		snprintf(why, len, "it is set-user-ID or set-group-ID, which a copy owned by the user cannot keep");
+		return why;
+	}
+	if (getxattr(path, "security.capability", NULL, 0) >= 0) {
+		snprintf(why, len, "it has file capabilities, which a copy cannot keep");
+		return why;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(why, len, "it cannot be read (%s)", strerror(errno));
+		return why;
+	}
+	close(fd);
+	if ((uint64_t) st->st_size > h->conf.bcast_max_bytes) {
+		snprintf(why, len, "it is larger than BcastMaxSize (%" PRIu64
+			 " > %" PRIu64 " bytes)", (uint64_t) st->st_size,
+			 h->conf.bcast_max_bytes);
+		return why;
+	}
+	return NULL;
+}
+
+extern int storm_handover_decide(storm_handover_t *h, const char *path,
+				 char *err, size_t errlen)
+{
+	char why[256];
+	struct stat st;
+
+	if (!h->keep_path)
+		return storm_handover_check(h, path, err, errlen);
+	/* what cannot run at all stops srun, as it always did */
+	if (stat(path, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return -1;
+	}
+	if (!_cannot_keep(h, path, &st, why, sizeof(why)))
+		return 0;
+	/* a site-wide setting must not change what the program does */
+	slurm_info("%s: %s is not broadcast: %s; the tasks run it from its own path, as without STORM",
+		   h->prefix, path, why);
+	h->active = false;
+	return 1;
 }
 
 /* A plain file name for the copy on the nodes. */

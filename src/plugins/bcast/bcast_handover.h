@@ -21,6 +21,11 @@ typedef struct storm_handover {
 	const char *prefix;	/* the caller's log prefix */
 	bool active;		/* the executable goes through STORM */
 	bool overlap;		/* BcastOverlap, or SLURM_STORM_BCAST_OVERLAP */
+	/* BcastExecutable or SLURM_STORM_BCAST=yes, not --bcast: argv stays
+	 * as the user typed it and each node presents its copy at the
+	 * original path (STORM_BCAST_ORIG_ENV), so the program behaves as
+	 * without STORM */
+	bool keep_path;
 	char *dest;		/* --bcast=PATH when absolute, else NULL */
 	storm_conf_t conf;
 
@@ -51,6 +56,17 @@ extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 /* Check a resolved executable for broadcast; 0, or -1 with err. */
 extern int storm_handover_check(const storm_handover_t *h, const char *path,
 				char *err, size_t errlen);
+
+/*
+ * Whether the resolved executable goes through STORM: 0 yes; -1 with err
+ * when it cannot run at all (srun stops, as for --bcast); 1 when
+ * keep_path and a copy would not behave as the original (set-ID bits,
+ * file capabilities, a file the user may execute but not read, larger
+ * than BcastMaxSize): said once on stderr, h->active cleared, and the
+ * tasks run the original.
+ */
+extern int storm_handover_decide(storm_handover_t *h, const char *path,
+				 char *err, size_t errlen);
 
 /*
  * The request for the step (job, step) on nodelist of the resolved

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """STORM launch: srun broadcasts the executable through libstormmech to the
 node managers, which write it to the node-local BcastDir; the tasks run the
-node-local copy; the files go away with the job.
+node-local copy (without --bcast: bound over the original path in the
+task's mount namespace, test_0105); the files go away with the job.
 
 SLURM_STORM_BCAST=yes turns the STORM broadcast on without --bcast (the
 shared cluster keeps BcastExecutable=no); =no gives stock Slurm."""
@@ -35,12 +36,22 @@ def share_dir(cluster):
     return d
 
 
+# The file a script runs from: $0, or the node-local copy bound over $0
+# (the mount at $0, its root within the file system at the last mount
+# point of that file system's root).
+WHERE = ("f=$(awk -v p=\"$0\" '{d[NR] = $3; r[NR] = $4; m[NR] = $5} "
+         "$5 == p {dev = $3; root = $4} END {if (!root) {print p; exit} "
+         "for (i = 1; i <= NR; i++) if (d[i] == dev && r[i] == \"/\") top = m[i]; "
+         "print top root}' /proc/self/mountinfo)\n")
+
+
 def checksum_script(path, size):
     """A shell script that prints its node, the sha256 of the file it runs
-    from and that file's path, padded to `size` bytes (several chunks)."""
-    head = ('#!/bin/sh\n'
-            'echo "$SLURMD_NODENAME $(sha256sum < "$0" | cut -d" " -f1) $0 '
-            '$(stat -c %a "$(dirname "$0")")"\n'
+    from and that file's path (the copy's, where it is bound over $0) and
+    its directory's mode, padded to `size` bytes (several chunks)."""
+    head = ('#!/bin/sh\n' + WHERE +
+            'echo "$SLURMD_NODENAME $(sha256sum < "$0" | cut -d" " -f1) $f '
+            '$(stat -c %a "$(dirname "$f")")"\n'
             'exit 0\n')
     pad = size - len(head)
     line = "#" * 1023 + "\n"
@@ -280,10 +291,16 @@ def test_too_large_for_bcastmaxsize(cluster):
         g.write(f.read() + "BcastMaxSize=1M\n")
     script = os.path.join(share_dir(cluster), "big.sh")
     checksum_script(script, 2 * 1024 * 1024)
-    r = cluster.run(["srun", "-N2", script], check=False,
-                    env=env(cluster, STORM_CONF=small, **BCAST))
+    r = cluster.run(["srun", "-N2", "--bcast", script], check=False,
+                    env=env(cluster, STORM_CONF=small))
     assert r.returncode != 0
     assert "Can not execute" in r.stderr and "BcastMaxSize" in r.stderr, r.stderr
+    # without --bcast: not broadcast, said once; it runs from its own path
+    r = cluster.run(["srun", "-N2", script], env=env(cluster, STORM_CONF=small, **BCAST))
+    said = [l for l in r.stderr.splitlines() if "is not broadcast" in l]
+    assert len(said) == 1 and "BcastMaxSize" in said[0], r.stderr
+    rows = [l.split() for l in r.stdout.splitlines() if l.strip()]
+    assert len(rows) == 2 and {x[2] for x in rows} == {script}, r.stdout
 
 
 def test_larger_than_a_nodes_ram_disk(cluster):
@@ -325,14 +342,20 @@ def ensure_user(name):
 
 
 def test_unreadable_executable(cluster):
+    # with --bcast srun refuses it; without, it is not broadcast and runs
+    # as without STORM (a script the user cannot read fails there too)
     ensure_user("stormtest")
     script = os.path.join(share_dir(cluster), "secret.sh")
     checksum_script(script, 1000)
     os.chmod(script, 0o711)     # executable, not readable, for other users
+    r = cluster.run(["runuser", "-u", "stormtest", "--", "srun", "-N1", "--bcast", script],
+                    check=False)
+    assert r.returncode != 0
+    assert "Can not execute" in r.stderr and "Permission denied" in r.stderr, r.stderr
     r = cluster.run(["runuser", "-u", "stormtest", "--", "srun", "-N1", script],
                     check=False, env=env(cluster, **BCAST))
     assert r.returncode != 0
-    assert "Can not execute" in r.stderr and "Permission denied" in r.stderr, r.stderr
+    assert "is not broadcast: it cannot be read (Permission denied)" in r.stderr, r.stderr
 
 
 def test_other_user_cannot_read_the_copies(cluster):
@@ -509,4 +532,5 @@ def test_mpi_pmix_under_storm_launch(cluster):
     assert len(rows) == 4, r.stdout + r.stderr
     assert len({x[5] for x in rows}) == 4
     assert {x[7] for x in rows} == {"6"}                      # 0+1+2+3
-    assert all(x[9].startswith(cluster.path("local", "storm", "job_")) for x in rows)
+    # the copy is bound over the original: argv[0] as without STORM
+    assert {x[9] for x in rows} == {exe}, r.stdout

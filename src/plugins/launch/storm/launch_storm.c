@@ -84,6 +84,7 @@ static storm_wrap_t base_lib;
  * does this from Slurm 23.02 on.
  */
 static storm_handover_t bc;
+static char *exec_path;		/* the resolved executable (keep_path) */
 
 static void bcast_setup(slurm_opt_t *opt_local)
 {
@@ -98,11 +99,14 @@ static void bcast_setup(slurm_opt_t *opt_local)
 }
 
 /* Resolve and check the executable as srun does for --bcast, before any
- * allocation or step exists (srun's own message, then exit). */
+ * allocation or step exists (srun's own message, then exit).  With
+ * --bcast, argv[0] becomes the resolved path, as in srun; otherwise it
+ * stays as typed, for slurmstepd to resolve as without STORM. */
 static void bcast_check_exec(int command_pos, slurm_opt_t *opt_local)
 {
 	srun_opt_t *sropt = opt_local->srun_opt;
 	char err[4096], *full, *cmd;
+	int rc;
 
 	if (!bc.active)
 		return;
@@ -120,9 +124,18 @@ static void bcast_check_exec(int command_pos, slurm_opt_t *opt_local)
 			error("%s: %s", PREFIX, err);
 		fatal("Can not execute %s", cmd);
 	}
-	if (storm_handover_check(&bc, full, err, sizeof(err))) {
+	rc = storm_handover_decide(&bc, full, err, sizeof(err));
+	if (rc < 0) {
 		error("%s: %s", PREFIX, err);
 		fatal("Can not execute %s", cmd);
+	}
+	if (rc > 0) {		/* not broadcast, said why */
+		xfree(full);
+		return;
+	}
+	if (bc.keep_path) {
+		exec_path = full;
+		return;
 	}
 	xfree(sropt->argv[command_pos]);
 	sropt->argv[command_pos] = full;
@@ -159,16 +172,27 @@ static void overlap_failed(storm_handover_t *h)
 	say_failure(h->arg);
 }
 
-/* After the broadcast: argv[0] to the node-local copy (as srun.c does
- * after its own bcast_file()). */
-static void bcast_done(srun_job_t *job, slurm_opt_t *opt_local)
+/* Once the copy's name is known, before the launch: the tasks find it
+ * through their environment and present it at the original path
+ * (keep_path), or argv[0] names it (--bcast, as srun.c does after its own
+ * bcast_file()). */
+static void bcast_present(srun_job_t *job, slurm_opt_t *opt_local)
 {
 	srun_opt_t *sropt = opt_local->srun_opt;
 
-	verbose("%s: %ps: broadcast %s to %s as %s", PREFIX, &job->step_id,
-		bc.req.path, bc.nodes, bc.remote);
+	if (bc.keep_path) {
+		env_array_overwrite(&job->env, STORM_BCAST_EXEC_ENV, bc.remote);
+		env_array_overwrite(&job->env, STORM_BCAST_ORIG_ENV, exec_path);
+		return;
+	}
 	xfree(sropt->argv[0]);
 	sropt->argv[0] = xstrdup(bc.remote);
+}
+
+static void bcast_done(srun_job_t *job)
+{
+	verbose("%s: %ps: broadcast %s to %s as %s", PREFIX, &job->step_id,
+		bc.req.path, bc.nodes, bc.remote);
 }
 
 /*
@@ -186,7 +210,6 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 			    slurm_step_launch_callbacks_t *step_callbacks,
 			    slurm_opt_t *opt_local)
 {
-	srun_opt_t *sropt = opt_local->srun_opt;
 	char wait_val[64];
 	int rc;
 
@@ -199,14 +222,13 @@ static int bcast_overlapped(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 		return SLURM_ERROR;
 	}
 	env_array_overwrite(&job->env, STORM_BCAST_WAIT_ENV, wait_val);
-	xfree(sropt->argv[0]);
-	sropt->argv[0] = xstrdup(bc.remote);
+	bcast_present(job, opt_local);
 	verbose("%s: launching %ps through launch/slurm while the broadcast runs",
 		PREFIX, &job->step_id);
 	rc = base.step_launch(job, cio_fds, global_rc, step_callbacks,
 			      opt_local);
 	if (!storm_handover_join(&bc)) {
-		bcast_done(job, opt_local);
+		bcast_done(job);
 		storm_handover_done(&bc);
 		return rc;
 	}
@@ -247,6 +269,7 @@ extern int init(void)
 extern int fini(void)
 {
 	free(bc.dest);
+	xfree(exec_path);
 	storm_wrap_close(&base_lib, true);
 	return SLURM_SUCCESS;
 }
@@ -286,7 +309,8 @@ extern int launch_p_step_launch(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 
 	if (bc.active) {
 		if (!(nodes = step_nodes(job, opt_local)) ||
-		    storm_handover_prepare(&bc, opt_local->srun_opt->argv[0],
+		    storm_handover_prepare(&bc, bc.keep_path ? exec_path :
+					   opt_local->srun_opt->argv[0],
 					   job->step_id.job_id,
 					   job->step_id.step_id, nodes)) {
 			storm_handover_done(&bc);
@@ -303,7 +327,8 @@ extern int launch_p_step_launch(srun_job_t *job, slurm_step_io_fds_t *cio_fds,
 			*global_rc = 1;
 			return SLURM_ERROR;
 		}
-		bcast_done(job, opt_local);
+		bcast_present(job, opt_local);
+		bcast_done(job);
 		storm_handover_done(&bc);
 	}
 	verbose("%s: launching %ps through launch/slurm", PREFIX, &job->step_id);

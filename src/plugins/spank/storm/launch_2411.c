@@ -19,6 +19,10 @@
  *    pre_launch_srun_job()).
  *    A failure before the launch returns an error, so srun aborts the
  *    step and no task starts anywhere.
+ *    BcastExecutable or SLURM_STORM_BCAST=yes (not --bcast): argv stays
+ *    as typed and STORM_BCAST_ORIG_ENV names the resolved executable,
+ *    over which each task lays the copy (storm_present.c); where that
+ *    path is not on the node, or with --bcast:
  *  - each task, as the user before exec (task_init, after the wait of
  *    storm_stepd.c): prepend "/bin/sh -c 'exec COPY ...'" to its argv
  *    (spank_prepend_task_argv(), 23.11 on), so it executes the copy with
@@ -53,11 +57,15 @@ static char *_resolve(const char *cmd, char *err, size_t errlen)
 			storm_handover_check(&h, cmd, err, errlen);
 		return NULL;
 	}
-	if (storm_handover_check(&h, full, err, errlen)) {
-		free(full);
-		return NULL;
+	switch (storm_handover_decide(&h, full, err, errlen)) {
+	case 0:
+		return full;
+	case 1:			/* not broadcast, said why */
+		snprintf(err, errlen, "%s", "");
+		break;
 	}
-	return full;
+	free(full);
+	return NULL;
 }
 
 extern int storm_launch_srun_post_opt(spank_t sp, int ac, char **av)
@@ -78,9 +86,12 @@ extern int storm_launch_srun_post_opt(spank_t sp, int ac, char **av)
 	if (!h.active)
 		return 0;
 	/* srun.c must not run its own bcast_file() as well */
-	storm_srun_opts_take_bcast();
+	if (!h.keep_path)
+		storm_srun_opts_take_bcast();
 	/* as srun does for --bcast: before any allocation or step exists */
 	if (!o.command || !(exec_path = _resolve(o.command, err, sizeof(err)))) {
+		if (!h.active)	/* stepped aside: the tasks run the original */
+			return 0;
 		slurm_error("%s: %s", STORM_SPANK_PREFIX, err);
 		slurm_error("Can not execute %s", o.command ? o.command : "");
 		return -1;
@@ -151,7 +162,8 @@ extern int storm_launch_srun_local_user_init(spank_t sp, int ac, char **av)
 	}
 	/* spank_setenv() is for the remote context only; srun's environment
 	 * becomes the step's */
-	if (setenv(STORM_BCAST_EXEC_ENV, h.remote, 1)) {
+	if (setenv(STORM_BCAST_EXEC_ENV, h.remote, 1) ||
+	    (h.keep_path && setenv(STORM_BCAST_ORIG_ENV, exec_path, 1))) {
 		slurm_error("%s: %s: cannot set %s", STORM_SPANK_PREFIX,
 			    step_name, STORM_BCAST_EXEC_ENV);
 		goto done;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * storm_spank.c - SPANK entry points; each context's work lives in its own
- * file (storm_slurmd.c, storm_srun.c, storm_stepd.c).
+ * file (storm_slurmd.c, storm_srun.c, storm_stepd.c, storm_present.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +74,11 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 #else
 	return 0;
 #endif
+}
+
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	return storm_stepd_task_privileged(sp, ac, av);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

@@ -6,6 +6,8 @@
 #ifndef STORM_SPANK_H
 #define STORM_SPANK_H
 
+#include <stddef.h>
+
 #include <slurm/spank.h>
 
 #include "src/common/storm_conf.h"
@@ -23,6 +25,19 @@ extern int storm_srun_init(spank_t sp, int ac, char **av);
 extern int storm_srun_local_user_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_init(spank_t sp, int ac, char **av);
 extern int storm_stepd_task_init(spank_t sp, int ac, char **av);
+extern int storm_stepd_task_privileged(spank_t sp, int ac, char **av);
+
+/* BcastOverlap: wait for this node's copy (STORM_BCAST_WAIT_ENV, then
+ * unset): 0 in place, 1 nothing to wait for, -1 with err. */
+extern int storm_stepd_bcast_wait(spank_t sp, int ac, char **av, char *err,
+				  size_t errlen);
+
+/* storm_present.c: the broadcast copy at the executable's original path.
+ * report: in task_init, say (and fail on) what the privileged part met;
+ * -1 fails the task.  run_copy: where the original is not on the node,
+ * direct the task to the copy (22.05; launch_2411.c from 23.02). */
+extern int storm_present_report(spank_t sp);
+extern int storm_present_run_copy(spank_t sp);
 extern int storm_stepd_exit(spank_t sp, int ac, char **av);
 extern int storm_job_epilog(spank_t sp, int ac, char **av);
 

@@ -32,7 +32,8 @@ extern int storm_stepd_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-extern int storm_stepd_task_init(spank_t sp, int ac, char **av)
+extern int storm_stepd_bcast_wait(spank_t sp, int ac, char **av, char *err,
+				  size_t errlen)
 {
 	char val[128], sock[4200], req[128], reply[512];
 	const char *node = getenv("SLURMD_NODENAME");
@@ -42,21 +43,22 @@ extern int storm_stepd_task_init(spank_t sp, int ac, char **av)
 
 	if (spank_getenv(sp, STORM_BCAST_WAIT_ENV, val, sizeof(val)) !=
 	    ESPANK_SUCCESS)
-		return 0;
+		return 1;
 	/* the user's program does not need to see it */
 	spank_unsetenv(sp, STORM_BCAST_WAIT_ENV);
 	if (sscanf(val, "%llx:%llu%n", &key, &ms, &n) != 2 || val[n]) {
-		slurm_error("%s: malformed %s='%s'", STORM_SPANK_PREFIX,
-			    STORM_BCAST_WAIT_ENV, val);
+		snprintf(err, errlen, "malformed %s='%s'",
+			 STORM_BCAST_WAIT_ENV, val);
 		return -1;
 	}
 	if (!node || !node[0]) {
-		slurm_error("%s: no SLURMD_NODENAME: cannot find this node's manager to wait for the broadcast executable",
-			    STORM_SPANK_PREFIX);
+		snprintf(err, errlen, "no SLURMD_NODENAME: cannot find this node's manager to wait for the broadcast executable");
 		return -1;
 	}
-	if (storm_spank_load_conf(ac, av, "slurmstepd", &conf, NULL, 0))
+	if (storm_spank_load_conf(ac, av, "slurmstepd", &conf, NULL, 0)) {
+		snprintf(err, errlen, "no storm.conf: cannot wait for the broadcast executable");
 		return -1;
+	}
 	storm_nm_paths(conf.bcast_dir, node, NULL, 0, sock, sizeof(sock));
 	snprintf(req, sizeof(req), "bcast_wait %llx %llu", key, ms);
 	reply[0] = '\0';
@@ -64,12 +66,26 @@ extern int storm_stepd_task_init(spank_t sp, int ac, char **av)
 			      (int) (ms < 3600000 ? ms : 3600000) + 1000);
 	if (!rc && !strcmp(reply, "ok done"))
 		return 0;
-	slurm_error("%s: the broadcast executable did not arrive on %s: %s",
-		    STORM_SPANK_PREFIX, node,
-		    rc ? strerror(-rc) :
-		    !strncmp(reply, "error ", 6) ? reply + 6 :
-		    reply[0] ? reply : "the node manager closed the connection");
+	snprintf(err, errlen, "the broadcast executable did not arrive on %s: %s",
+		 node, rc ? strerror(-rc) :
+		 !strncmp(reply, "error ", 6) ? reply + 6 :
+		 reply[0] ? reply : "the node manager closed the connection");
 	return -1;
+}
+
+extern int storm_stepd_task_init(spank_t sp, int ac, char **av)
+{
+	char err[1024];
+
+	/* what the privileged part found, now that the task's stderr is
+	 * the user's */
+	if (storm_present_report(sp))
+		return -1;
+	if (storm_stepd_bcast_wait(sp, ac, av, err, sizeof(err)) < 0) {
+		slurm_error("%s: %s", STORM_SPANK_PREFIX, err);
+		return -1;
+	}
+	return storm_present_run_copy(sp);
 }
 
 extern int storm_stepd_exit(spank_t sp, int ac, char **av)
