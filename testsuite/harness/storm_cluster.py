@@ -31,6 +31,12 @@ import storm_hostlock
 from storm_netns import HEAD, Network
 from storm_wait import Deadline, poll, wait_for
 
+# From a slurmctld (re)start, which every `scontrol reconfigure` is from
+# Slurm 23.11 on, to its Machine Manager's first strobe: slurmctld's own
+# start-up, then libfabric's, which a loaded host stretches to tens of
+# seconds.
+SLURMCTLD_RESTART_S = 180
+
 TOP_SRCDIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 # The Slurm every cluster runs: STORM_SLURM=22.05 (default) is Debian 12's
@@ -713,6 +719,20 @@ class Cluster:
         if check and r.returncode:
             raise ClusterError("%s failed (rc=%d):\n%s%s" % (
                 " ".join(argv), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def reconfigure(self, check=True):
+        """scontrol reconfigure.  From Slurm 23.11 on that starts a new
+        slurmctld, whose answer a loaded host can hold back past
+        MessageTimeout ("Socket timed out"): then wait for slurmctld to
+        answer again rather than fail."""
+        r = self.run(["scontrol", "reconfigure"], check=False)
+        if r.returncode and "timed out" in r.stdout + r.stderr:
+            self._wait_ctld(SLURMCTLD_RESTART_S)
+            return r
+        if check and r.returncode:
+            raise ClusterError("scontrol reconfigure failed (rc=%d):\n%s%s" % (
+                r.returncode, r.stdout, r.stderr))
         return r
 
     def sbatch(self, *args):

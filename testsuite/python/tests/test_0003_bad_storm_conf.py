@@ -53,7 +53,7 @@ def test_slurmctld_keeps_last_good_config_on_reconfigure(cluster, text, line, wh
     start = _log_size(cluster.log())
     try:
         cluster.write_storm_conf(text)
-        cluster.run(["scontrol", "reconfigure"])
+        cluster.reconfigure()
         m = _wait_log(cluster.log(), r"sched/storm: reconfigure: (\S+):(\d+): (.*); keeping the previous configuration",
                       start=start)
         assert m.group(1) == conf and int(m.group(2)) == line
@@ -68,7 +68,7 @@ def test_slurmctld_keeps_last_good_config_on_reconfigure(cluster, text, line, wh
         cluster.wait_idle(timeout=150)
     finally:
         cluster.write_storm_conf(good)
-        cluster.run(["scontrol", "reconfigure"])
+        cluster.reconfigure()
     _wait_log(cluster.log(), r"sched/storm: reconfigure: loaded ", start=start)
     cluster.wait_idle(timeout=150)
 

@@ -175,7 +175,7 @@ def test_manager_started_after_reconfigure_holds_no_slurmd_socket(cluster):
     would keep the next slurmd from binding its port."""
     node = "node5"
     start = cluster.log_size(node)
-    cluster.run(["scontrol", "reconfigure"])
+    cluster.reconfigure()
     cluster.wait_log(r"slurmd started on |got reconfigure request", node=node,
                      start=start)
     cluster.wait_idle()

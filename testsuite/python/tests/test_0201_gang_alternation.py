@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 from storm_jobs import jobs_cancelled
 
 Q_MS = 40
@@ -73,10 +74,10 @@ def _one_strobe_per_quanta(c):
     c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=%dms" % q_ms)
                        .replace("FailSafe=500ms", "FailSafe=1s") +
                        "StrobeInterval=%dms\n" % (q_ms * per))
-    c.run(["scontrol", "reconfigure"])
+    c.reconfigure()
     try:
         g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(q_ms * 1000),
-                   30, "MM at %d ms" % q_ms)
+                   SLURMCTLD_RESTART_S, "MM at %d ms" % q_ms)
         with _pair(c) as (a, b, pa, pb):
             g.wait_for(lambda: g.mm_status(c)[0].get("quanta_per_strobe") == str(per),
                        30, "%d quanta a strobe" % per)
@@ -89,9 +90,9 @@ def _one_strobe_per_quanta(c):
             yield before, after
     finally:
         c.write_storm_conf(good)
-        c.run(["scontrol", "reconfigure"], check=False)
+        c.reconfigure(check=False)
         g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == str(Q_MS * 1000),
-                   30, "MM back at %d ms" % Q_MS)
+                   SLURMCTLD_RESTART_S, "MM back at %d ms" % Q_MS)
         c.wait_idle()
 
 

@@ -6,6 +6,7 @@ import contextlib
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 from storm_jobs import jobs_cancelled
 
 Q_MS = 30
@@ -102,9 +103,9 @@ def _storm_conf_restored(c):
         yield good
     finally:
         c.write_storm_conf(good)
-        c.run(["scontrol", "reconfigure"], check=False)
+        c.reconfigure(check=False)
         g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") ==
-                   str(Q_MS * 1000), 30, "MM back at %d ms" % Q_MS)
+                   str(Q_MS * 1000), SLURMCTLD_RESTART_S, "MM back at %d ms" % Q_MS)
 
 
 def test_job_ending_thaws_its_partner_within_a_long_quantum(gang2):
@@ -128,9 +129,9 @@ def test_job_ending_thaws_its_partner_within_a_long_quantum(gang2):
                    30, "both jobs switched on every node")
         c.write_storm_conf(good.replace("Timeslice=%dms" % Q_MS, "Timeslice=120s")
                            .replace("FailSafe=500ms", "FailSafe=300s"))
-        c.run(["scontrol", "reconfigure"])
+        c.reconfigure()
         g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "120000000",
-                   30, "MM at 120 s")
+                   SLURMCTLD_RESTART_S, "MM at 120 s")
 
         def frozen_one():
             st = [g.nm_gang(c, n) for n in NODES]

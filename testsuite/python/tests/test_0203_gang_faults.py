@@ -9,15 +9,12 @@ import time
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 from tolerances import FAILSAFE_EARLIEST
 
 Q_MS = 30
 FAILSAFE_MS = 500
 NODES = ["node1", "node2", "node3"]
-# From a slurmctld (re)start to its Machine Manager's first strobe:
-# slurmctld's own start-up, then libfabric's, which a loaded host
-# stretches to tens of seconds.
-RESTART_S = 180
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +83,9 @@ def test_controller_killed_jobs_thaw_then_switching_resumes(gang3):
         c.restart_ctld()
         # the new MM rebuilds the matrix from Slurm's job state
         g.wait_for(lambda: g.mm_status(c)[0].get("nslots") == "2" and
-                   set(g.mm_status(c)[2]) >= {a, b}, RESTART_S, "matrix rebuilt")
+                   set(g.mm_status(c)[2]) >= {a, b}, SLURMCTLD_RESTART_S, "matrix rebuilt")
         g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
-                   RESTART_S, "strobes back on every node")
+                   SLURMCTLD_RESTART_S, "strobes back on every node")
         _taking_turns(c, a, b, pa, pb, NODES)
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"
@@ -146,7 +143,7 @@ def test_sigterm_is_slurmctlds_own_shutdown(gang3):
             assert len(timed) >= 20, (n, last, sorted(timed)[-5:])
         c.restart_ctld()
         g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
-                   RESTART_S, "strobes back on every node")
+                   SLURMCTLD_RESTART_S, "strobes back on every node")
         for j in (a, b):
             assert c.job_info(j)["JobState"] == "RUNNING"
 
@@ -159,7 +156,7 @@ def test_handover_time_0_thaws_every_job_at_once(gang3):
     good = open(path).read()
     try:
         c.write_storm_conf(good + "HandoverTime=0\n")
-        c.run(["scontrol", "reconfigure"])
+        c.reconfigure()
         with _pair(c) as (a, b, pa, pb):
             _taking_turns(c, a, b, pa, pb, NODES)
             log = _sigterm_ctld(c)
@@ -169,11 +166,11 @@ def test_handover_time_0_thaws_every_job_at_once(gang3):
             c.write_storm_conf(good)
             c.restart_ctld()
             g.wait_for(lambda: all(g.nm_gang(c, n)["failsafe"] == "no" for n in NODES),
-                       RESTART_S, "strobes back on every node")
+                       SLURMCTLD_RESTART_S, "strobes back on every node")
     finally:
         c.write_storm_conf(good)
         if c.procs.get("slurmctld") and c.procs["slurmctld"].poll() is None:
-            c.run(["scontrol", "reconfigure"], check=False)
+            c.reconfigure(check=False)
         else:
             c.restart_ctld()
 

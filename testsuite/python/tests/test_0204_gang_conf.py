@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 
 BAD = [
     ("Timeslice=50us\n", "Timeslice=50us is out of range"),
@@ -50,14 +51,14 @@ def test_reconfigure_keeps_switching_on_last_good(gconf):
     c = gconf
     path = c.path("etc", "storm.conf")
     good = open(path).read()
-    g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "20000", 30,
+    g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "20000", SLURMCTLD_RESTART_S,
                "MM at 20 ms")
     try:
         start = os.path.getsize(c.log())
         c.write_storm_conf(good + "Timeslice=5us\n")
-        c.run(["scontrol", "reconfigure"])
+        c.reconfigure()
         g.wait_for(lambda: "keeping the previous configuration" in
-                   open(c.log()).read()[start:], 30, "reconfigure refused")
+                   open(c.log()).read()[start:], SLURMCTLD_RESTART_S, "reconfigure refused")
         assert "Timeslice" in open(c.log()).read()[start:]
         # the MM goes on at the old quantum, the NMs keep getting strobes
         # (from 23.11 on, a reconfigure is a new slurmctld process: the
@@ -68,18 +69,19 @@ def test_reconfigure_keeps_switching_on_last_good(gconf):
         def strobed():
             st = g.nm_gang(c, "node1")
             return int(st["epoch"]) >= e1 + 10 and st
-        st = g.wait_for(strobed, 60, "10 more strobes to node1 after the refused reconfigure")
+        st = g.wait_for(strobed, SLURMCTLD_RESTART_S,
+                        "10 more strobes to node1 after the refused reconfigure")
         assert st["quantum_us"] == "20000", st
         assert g.mm_status(c)[0].get("quantum_us") == "20000"
         assert c.pid("slurmctld")
 
         # a good change is applied live
         c.write_storm_conf(good.replace("Timeslice=20ms", "Timeslice=35ms"))
-        c.run(["scontrol", "reconfigure"])
-        g.wait_for(lambda: g.nm_gang(c, "node1")["quantum_us"] == "35000", 30,
+        c.reconfigure()
+        g.wait_for(lambda: g.nm_gang(c, "node1")["quantum_us"] == "35000", SLURMCTLD_RESTART_S,
                    "NMs see the new quantum")
-        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "35000", 30,
+        g.wait_for(lambda: g.mm_status(c)[0].get("quantum_us") == "35000", SLURMCTLD_RESTART_S,
                    "status shows the new quantum")
     finally:
         c.write_storm_conf(good)
-        c.run(["scontrol", "reconfigure"], check=False)
+        c.reconfigure(check=False)

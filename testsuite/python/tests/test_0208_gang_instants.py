@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 
 Q_US = 5000
 NODES = ["node1", "node2", "node3"]
@@ -101,12 +102,13 @@ def test_show_reports_clock_columns(skewed):
 def test_switch_at_arrival_is_obeyed(skewed):
     skewed.write_storm_conf(skewed.base_storm_conf() + CONF + "SwitchAt=arrival\n")
     try:
-        skewed.run(["scontrol", "reconfigure"])
-        g.wait_for(lambda: g.mm_status(skewed)[0].get("switch_at") == "arrival", 60,
+        skewed.reconfigure()
+        g.wait_for(lambda: g.mm_status(skewed)[0].get("switch_at") == "arrival",
+                   SLURMCTLD_RESTART_S,
                    "the MM at SwitchAt=arrival")
         with g.running_pair(skewed, NODES, ("instE", "instF")):
             g.wait_for(lambda: all(g.nm_gang(skewed, n)["switch_at"] == "arrival"
                                    for n in NODES), 60, "every node switching on arrival")
     finally:
         skewed.write_storm_conf(skewed.base_storm_conf() + CONF)
-        skewed.run(["scontrol", "reconfigure"])
+        skewed.reconfigure()

@@ -14,6 +14,7 @@ import time
 import pytest
 
 import storm_gang as g
+from storm_cluster import SLURMCTLD_RESTART_S
 from storm_jobs import cancel_jobs, jobs_cancelled
 from storm_wait import poll
 
@@ -32,7 +33,7 @@ def pol(make_gang_cluster):
 def set_policy(c, policy, extra=""):
     c.write_storm_conf(c.base_storm_conf() + BASE + extra +
                        "Policy=%s\n" % policy)
-    c.run(["scontrol", "reconfigure"])
+    c.reconfigure()
 
 
 def mm_policies(c, jobs):
@@ -40,7 +41,7 @@ def mm_policies(c, jobs):
     return {j: st.get(j, {}).get("policy") for j in jobs}
 
 
-def wait_policy(c, jobs, policy, timeout=30):
+def wait_policy(c, jobs, policy, timeout=SLURMCTLD_RESTART_S):
     g.wait_for(lambda: set(mm_policies(c, jobs).values()) == {policy},
                timeout, "jobs %s under Policy=%s in the MM's matrix" % (jobs, policy))
 
