@@ -42,20 +42,28 @@
 #include "src/common/storm_bcast.h"
 #include "src/common/storm_time.h"
 
+extern int storm_bcast_stat_regular(const char *path, struct stat *st,
+				    char *err, size_t errlen)
+{
+	if (stat(path, st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return -1;
+	}
+	return 0;
+}
+
 extern int storm_bcast_check_file(const char *path, uint64_t max_bytes,
 				  char *err, size_t errlen)
 {
 	struct stat st;
 	int fd;
 
-	if (stat(path, &st)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (storm_bcast_stat_regular(path, &st, err, errlen))
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		return -1;
-	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "src/common/storm_conf.h"
 
@@ -43,6 +44,11 @@ extern uint64_t storm_bcast_wait_ms(const storm_conf_t *conf, uint64_t size);
  */
 extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			   char *err, size_t errlen);
+
+/* stat() path into *st, which must be a regular file; 0, or -1 with err
+ * filled like srun's own messages. */
+extern int storm_bcast_stat_regular(const char *path, struct stat *st,
+				    char *err, size_t errlen);
 
 /* Check a local file for broadcast (regular, readable, size limit).
  * Returns 0 or -1 with err filled like srun's own messages. */

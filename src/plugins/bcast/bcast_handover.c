@@ -18,6 +18,7 @@
 #include <slurm/spank.h>
 
 #include "src/common/storm_bcast.h"
+#include "bcast_client.h"
 #include "bcast_handover.h"
 
 extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
@@ -104,14 +105,8 @@ extern int storm_handover_decide(storm_handover_t *h, const char *path,
 	if (!h->keep_path)
 		return storm_handover_check(h, path, err, errlen);
 	/* what cannot run at all stops srun, as it always did */
-	if (stat(path, &st)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (storm_bcast_stat_regular(path, &st, err, errlen))
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		return -1;
-	}
 	if (!_cannot_keep(h, path, &st, why, sizeof(why)))
 		return 0;
 	/* a site-wide setting must not change what the program does */
