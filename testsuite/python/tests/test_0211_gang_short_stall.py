@@ -25,11 +25,11 @@ STALLS = 5
 # A strobe every 20 ms.  Stopped for STALL_S, the victim first holds up a
 # confirmation (200 ms), then fails a strobe (100 ms) and its probe
 # (100 ms): it is out of the strobe set from about 0.4 s, heard again at
-# 1 s.  SuspectTime and FailSafe are several stalls long, so no drain is
+# 1 s.  SuspectTime and FailSafe are many stalls long, so no drain is
 # due and the fail-safe must not open even when a loaded host is slow to
-# take the node back.
-CONF = ("Timeslice=2ms\nStrobeInterval=20ms\nFailSafe=5s\n"
-        "SuspectTime=4s\nReturnAfter=0\n")
+# take the node back, or stalls the machine manager itself for seconds.
+CONF = ("Timeslice=2ms\nStrobeInterval=20ms\nFailSafe=30s\n"
+        "SuspectTime=20s\nReturnAfter=0\n")
 
 
 @pytest.fixture(scope="module")

@@ -491,7 +491,10 @@ def test_node_turns_drained_after_its_node_manager_is_killed(gangweb, web, pair,
         # the event log names it
         wait_for(lambda: any(victim in t and "drained" in t for t in _events_text(d)), 10,
                  "the drain in the event log")
-        m = _metrics(web)
-        assert m[("storm_node_state", (("node", victim), ("state", "drained")))] == 1
+        # /metrics serves the status as storm-web last read it, which the
+        # page may have seen first
+        drained = ("storm_node_state", (("node", victim), ("state", "drained")))
+        wait_for(lambda: _metrics(web).get(drained) == 1, 30,
+                 "/metrics showing %s drained" % victim)
     finally:
         c.run(["scontrol", "update", "nodename=%s" % victim, "state=resume"], check=False)
