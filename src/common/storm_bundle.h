@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * storm_bundle.h - many files as one: the shared libraries, named files and
+ * directory trees (a Python venv, say) a job needs, packed into one stream
+ * that travels as ONE broadcast and that each node manager unpacks into a
+ * fresh directory inside the job's node-local directory.  One broadcast
+ * instead of one per file: a broadcast costs a tree set-up and a
+ * completion round however small its payload, and a venv has thousands of
+ * small files.
+ *
+ * The format is sequential so that the writer streams file data straight
+ * from the sources (nothing is held in memory) and the extractor walks the
+ * buffer once, front to back, never seeking.  All integers little endian:
+ *
+ *   "STORMBD1"                        8 bytes, the magic
+ *   u64 count                         entries that follow
+ *   count times:
+ *     u8  type                        'd' directory, 'f' file, 'l' symlink
+ *     u8  pad[3]                      zero
+ *     u32 mode                        permission bits (extracted & 0777)
+ *     u32 name_len                    1 .. STORM_BUNDLE_MAX_NAME
+ *     u32 link_len                    'l': 1 .. STORM_BUNDLE_MAX_NAME, else 0
+ *     u64 size                        'f': data bytes, else 0
+ *     name bytes                      relative, no NUL
+ *     link target bytes ('l') or data bytes ('f')
+ *
+ * Nothing follows the last entry.  A name is "a/b/c": no leading '/', no
+ * empty, "." or ".." component, no NUL or newline; every parent directory
+ * of a name is a 'd' entry earlier in the stream.  The writer puts a
+ * directory before what is in it and sorts a tree's entries by name, so
+ * the same files always make the same bytes.
+ *
+ * No Slurm dependency: srun writes bundles, the node manager extracts them.
+ */
+#ifndef STORM_BUNDLE_H
+#define STORM_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORM_BUNDLE_MAGIC "STORMBD1"
+#define STORM_BUNDLE_HDR 16		/* magic and count */
+#define STORM_BUNDLE_ENTRY_HDR 24	/* an entry's fixed part */
+#define STORM_BUNDLE_MAX_ENTRIES 1000000
+#define STORM_BUNDLE_MAX_NAME 4096	/* a name's or link target's bytes */
+
+typedef struct storm_bundle storm_bundle_t;
+
+/* An empty bundle; NULL on ENOMEM. */
+extern storm_bundle_t *storm_bundle_new(void);
+
+/*
+ * Add what is at src (an absolute or relative local path) under the
+ * relative bundle name `name`, with lstat semantics: a directory with its
+ * whole tree (entries sorted by name), a symlink inside a tree as a
+ * symlink (its target text as is), a regular file as a file with its
+ * permission bits.  follow: src itself, if a symlink, is stored as what it
+ * points to (a shared library named by a symlink path).  Missing parent
+ * directories of `name` are added (mode 0755).  A name already in the
+ * bundle is skipped silently when it is the same kind (the first one
+ * stays; a directory keeps its mode and what is in both trees is merged),
+ * an error otherwise.  Sockets, fifos and devices inside a tree are
+ * skipped and counted (storm_bundle_skipped()); named as src, an error.
+ * Hard links inside a tree travel as separate files.
+ *
+ * Returns 0, or -1 with err naming the path and the errno text; a failed
+ * add leaves the bundle as it was.
+ */
+extern int storm_bundle_add(storm_bundle_t *b, const char *src,
+			    const char *name, bool follow, char *err,
+			    size_t errlen);
+
+/* The exact byte size storm_bundle_write() will produce. */
+extern uint64_t storm_bundle_size(const storm_bundle_t *b);
+extern uint64_t storm_bundle_entries(const storm_bundle_t *b);
+extern uint64_t storm_bundle_skipped(const storm_bundle_t *b);
+
+/*
+ * Write the stream to fd (a regular file the caller then maps), from its
+ * current offset.  File data is read from the sources now; a file whose
+ * size changed since it was added is an error ("changed while being
+ * sent").  Returns 0, or -1 with err.
+ */
+extern int storm_bundle_write(storm_bundle_t *b, int fd, char *err,
+			      size_t errlen);
+
+extern void storm_bundle_free(storm_bundle_t *b);
+
+/*
+ * Extract a bundle held in memory into the directory dirfd, which the
+ * caller created empty.  The input is untrusted (a user crafts it, the
+ * node manager runs this): the whole stream is checked before anything is
+ * created (every length against len, every name, every parent earlier in
+ * the stream, the entry count and name lengths capped), then nothing is
+ * ever followed (parents opened O_DIRECTORY|O_NOFOLLOW from dirfd, files
+ * created O_CREAT|O_EXCL|O_NOFOLLOW, mkdirat, symlinkat).  Modes come out
+ * exactly as the bundle says, masked to 0777 (no set-ID, no sticky bit)
+ * whatever the umask; directories get theirs last, so a read-only
+ * directory can still be filled.  Returns 0, or -1 with err naming the
+ * entry; on failure what was created stays for the caller to remove.
+ */
+extern int storm_bundle_extract(const void *buf, size_t len, int dirfd,
+				char *err, size_t errlen);
+
+#endif /* STORM_BUNDLE_H */
