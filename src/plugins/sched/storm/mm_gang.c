@@ -397,6 +397,7 @@ static void mm_finish(mm_t *mm)
 		mm_fabric_close(mm);
 	}
 	mm_status_now_close(mm);
+	mm_status_writer_stop();
 	mm_matrix_free(&mm->matrix);
 	mm_table_free(&mm->table);
 }
@@ -413,6 +414,7 @@ static void *mm_main(void *arg)
 	mm->clk.next = storm_mono_ns();
 	info("sched/storm: machine manager thread started (mm)");
 	mm_status_now_open(mm);
+	mm_status_writer_start();
 
 	slurm_mutex_lock(&mm->mutex);
 	while (!mm->stopping) {

@@ -2,11 +2,21 @@
 /*
  * mm_status.c - the Machine Manager's status file, through storm_status.h,
  * and its last strobe's file, through storm_now.h.
+ *
+ * The strobe loop renders the status into memory, which takes as long as
+ * formatting it; a thread of its own writes it to StateSaveLocation.  A
+ * file write can take seconds on a loaded host (a busy disk, writeback),
+ * and a Machine Manager that waited for it would send no strobe for that
+ * long: the nodes' fail-safe would take over.  The writer keeps only the
+ * newest rendering, so a slow disk delays the file, never the switches.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,6 +30,8 @@
 
 #include "src/common/storm_report.h"
 #include "src/common/storm_status.h"
+#include "src/common/storm_deadline.h"
+#include "src/common/storm_thread.h"
 
 #include "src/common/storm_gang.h"
 
@@ -276,9 +288,24 @@ static void print_all(const mm_t *mm, FILE *fp)
 	xfree(b);
 }
 
-extern void mm_status_write(const mm_t *mm)
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	storm_thread_t thread;
+	char *pending;		/* the newest rendering not yet written */
+	size_t len;
+} writer = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.thread = STORM_THREAD_INIT("storm-mm-status", &writer.lock,
+				   &writer.wake),
+};
+
+/* buf to StateSaveLocation/storm-mm.status (through a temporary file
+ * renamed into place); failures at debug level: the next second tries
+ * again. */
+static void write_file(const char *buf, size_t len)
 {
-	char *path = NULL;
+	char *path;
 	FILE *fp;
 	int rc;
 
@@ -289,15 +316,98 @@ extern void mm_status_write(const mm_t *mm)
 	fp = storm_status_begin(path);
 	if (!fp) {
 		debug("%s: cannot write %s.tmp: %m", MM_PREFIX, path);
-		goto done;
+	} else {
+		fwrite(buf, 1, len, fp);
+		rc = storm_status_commit(fp, path);
+		if (rc)
+			debug("%s: cannot write %s: %s", MM_PREFIX, path,
+			      strerror(-rc));
+	}
+	xfree(path);
+}
+
+/* Take the pending rendering, under writer.lock; NULL when none. */
+static char *take_pending(size_t *len)
+{
+	char *buf = writer.pending;
+
+	*len = writer.len;
+	writer.pending = NULL;
+	writer.len = 0;
+	return buf;
+}
+
+static void *writer_main(void *arg)
+{
+	char *buf;
+	size_t len;
+
+	(void) arg;
+	/* the Machine Manager runs real-time; a file write must not */
+	storm_thread_sched_self(SCHED_OTHER, 0);
+	pthread_mutex_lock(&writer.lock);
+	for (;;) {
+		while (!writer.pending && !writer.thread.stop)
+			storm_thread_wait(&writer.thread, 1000000);
+		buf = take_pending(&len);
+		if (!buf && writer.thread.stop)
+			break;
+		pthread_mutex_unlock(&writer.lock);
+		write_file(buf, len);
+		free(buf);
+		pthread_mutex_lock(&writer.lock);
+	}
+	pthread_mutex_unlock(&writer.lock);
+	return NULL;
+}
+
+extern void mm_status_write(const mm_t *mm)
+{
+	char *buf = NULL, *old;
+	size_t len = 0, oldlen;
+	FILE *fp;
+
+	if (!slurm_conf.state_save_location)
+		return;
+	if (!(fp = open_memstream(&buf, &len))) {
+		debug("%s: cannot render the status: %m", MM_PREFIX);
+		return;
 	}
 	print_all(mm, fp);
-	rc = storm_status_commit(fp, path);
-	if (rc)
-		debug("%s: cannot write %s: %s", MM_PREFIX, path,
-		      strerror(-rc));
-done:
-	xfree(path);
+	if (fclose(fp)) {
+		free(buf);
+		return;
+	}
+	if (!writer.thread.started) {
+		write_file(buf, len);
+		free(buf);
+		return;
+	}
+	pthread_mutex_lock(&writer.lock);
+	old = take_pending(&oldlen);
+	writer.pending = buf;
+	writer.len = len;
+	pthread_cond_broadcast(&writer.wake);
+	pthread_mutex_unlock(&writer.lock);
+	free(old);	/* never written: a newer one replaces it */
+}
+
+extern void mm_status_writer_start(void)
+{
+	int rc;
+
+	if (writer.thread.started)
+		return;
+	storm_cond_init_monotonic(&writer.wake);
+	if ((rc = storm_thread_start(&writer.thread, writer_main, NULL)))
+		error("%s: cannot start the status writer: %s; the Machine Manager writes the status file itself",
+		      MM_PREFIX, strerror(rc));
+}
+
+extern void mm_status_writer_stop(void)
+{
+	/* the thread writes what is pending before it ends */
+	storm_thread_stop(&writer.thread);
 }
 
 extern void mm_status_now_open(mm_t *mm)

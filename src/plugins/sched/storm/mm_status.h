@@ -9,9 +9,15 @@
 
 #include "mm_state.h"
 
-/* Rewrite StateSaveLocation/storm-mm.status; failures are logged at
- * debug level (the next second tries again). */
+/* Render the status and have StateSaveLocation/storm-mm.status rewritten
+ * from it by the writer thread (at once, without one); failures are
+ * logged at debug level (the next second tries again). */
 extern void mm_status_write(const mm_t *mm);
+
+/* The writer thread: started with the Machine Manager's thread, stopped
+ * after it (writing the last status). */
+extern void mm_status_writer_start(void);
+extern void mm_status_writer_stop(void);
 
 /* StateSaveLocation/storm-mm.now (src/common/storm_now.h): created when
  * the thread starts, each strobe published into it by mm_strobe.c; a
