@@ -530,6 +530,8 @@ static int put_file(out_t *o, const entry_t *e, char *err, size_t errlen)
 	ssize_t r;
 	int rc = -1;
 
+	if (in < 0 && errno == ELOOP)	/* a file in a tree became a symlink */
+		return fail(err, errlen, "%s: changed while being sent", e->src);
 	if (in < 0)
 		return fail(err, errlen, "%s: %s", e->src, strerror(errno));
 	if (fstat(in, &st)) {

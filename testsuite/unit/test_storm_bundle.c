@@ -373,6 +373,16 @@ START_TEST(changed_while_being_sent)
 	put("src/tree/a", "", 0644);
 	ck_assert_int_eq(storm_bundle_write(b, fd, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "changed while being sent"));
+	storm_bundle_free(b);
+
+	/* a file in a tree replaced by a symlink is not followed */
+	b = storm_bundle_new();
+	ck_assert_int_eq(storm_bundle_add(b, at("src/tree"), "t", false, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(unlink(at("src/tree/empty")), 0);
+	ck_assert_int_eq(symlink("/etc/passwd", at("src/tree/empty")), 0);
+	ck_assert_int_eq(storm_bundle_write(b, fd, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "src/tree/empty: changed while being sent"));
 	close(fd);
 	storm_bundle_free(b);
 }
