@@ -530,6 +530,8 @@ static int put_file(out_t *o, const entry_t *e, char *err, size_t errlen)
 	ssize_t r;
 	int rc = -1;
 
+	if (in < 0 && errno == ELOOP)	/* a file in a tree became a symlink */
+		return fail(err, errlen, "%s: changed while being sent", e->src);
 	if (in < 0)
 		return fail(err, errlen, "%s: %s", e->src, strerror(errno));
 	if (fstat(in, &st)) {
@@ -624,13 +626,26 @@ typedef struct {
 	uint64_t size;
 } rec_t;
 
-#define SHOW(r) (int) ((r)->name_len > SHOWN_NAME ? SHOWN_NAME : (r)->name_len), \
-	(r)->name
+/* A name as an error shows it: a log line stays one line. */
+#define SHOW(r) shown(r, nb)
+static const char *shown(const rec_t *r, char *nb)
+{
+	size_t n = r->name_len > SHOWN_NAME ? SHOWN_NAME : r->name_len;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char) r->name[i];
+
+		nb[i] = ch < 0x20 || ch == 0x7f ? '?' : (char) ch;
+	}
+	nb[n] = '\0';
+	return nb;
+}
 
 /* One entry at *off, every length against len. */
 static int parse(const unsigned char *p, size_t len, size_t *off, uint64_t i,
 		 rec_t *r, char *err, size_t errlen)
 {
+	char nb[SHOWN_NAME + 1];
 	const unsigned char *h = p + *off;
 	uint32_t name_len, link_len;
 
@@ -656,27 +671,27 @@ static int parse(const unsigned char *p, size_t len, size_t *off, uint64_t i,
 	r->name_len = name_len;
 	*off += name_len;
 	if (!name_ok(r->name, r->name_len))
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': bad name "
+		return fail(err, errlen, "entry %" PRIu64 " '%s': bad name "
 			    "(relative, no empty, '.' or '..' part, no NUL or newline)",
 			    i, SHOW(r));
 	if (r->type == 'l' ? (link_len == 0 || link_len > STORM_BUNDLE_MAX_NAME)
 			   : link_len != 0)
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': bad link length %"
+		return fail(err, errlen, "entry %" PRIu64 " '%s': bad link length %"
 			    PRIu32, i, SHOW(r), link_len);
 	if (r->type != 'f' && r->size)
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': a %s with data",
+		return fail(err, errlen, "entry %" PRIu64 " '%s': a %s with data",
 			    i, SHOW(r), kind(r->type));
 	if (link_len > len - *off)
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': link truncated",
+		return fail(err, errlen, "entry %" PRIu64 " '%s': link truncated",
 			    i, SHOW(r));
 	r->link = (const char *) p + *off;
 	r->link_len = link_len;
 	*off += link_len;
 	if (memchr(r->link, '\0', link_len))
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': NUL in link target",
+		return fail(err, errlen, "entry %" PRIu64 " '%s': NUL in link target",
 			    i, SHOW(r));
 	if (r->size > len - *off)
-		return fail(err, errlen, "entry %" PRIu64 " '%.*s': data truncated",
+		return fail(err, errlen, "entry %" PRIu64 " '%s': data truncated",
 			    i, SHOW(r));
 	r->data = p + *off;
 	*off += (size_t) r->size;
@@ -698,6 +713,7 @@ static size_t parent_len(const rec_t *r)
 static int check(const unsigned char *p, size_t len, uint64_t count,
 		 size_t *ndirs, char *err, size_t errlen)
 {
+	char nb[SHOWN_NAME + 1];
 	table_t seen = { NULL, 0, 0 };
 	size_t off = STORM_BUNDLE_HDR, v;
 	rec_t r;
@@ -711,12 +727,12 @@ static int check(const unsigned char *p, size_t len, uint64_t count,
 			goto done;
 		pl = parent_len(&r);
 		if (pl && (!tab_get(&seen, r.name, pl, &v) || v != 'd')) {
-			fail(err, errlen, "entry %" PRIu64 " '%.*s': its parent is "
+			fail(err, errlen, "entry %" PRIu64 " '%s': its parent is "
 			     "not a directory earlier in the bundle", i, SHOW(&r));
 			goto done;
 		}
 		if (tab_get(&seen, r.name, r.name_len, &v)) {
-			fail(err, errlen, "entry %" PRIu64 " '%.*s': twice in the bundle",
+			fail(err, errlen, "entry %" PRIu64 " '%s': twice in the bundle",
 			     i, SHOW(&r));
 			goto done;
 		}
@@ -856,6 +872,7 @@ static int set_dir_mode(cwd_t *c, const rec_t *r)
 int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
 			 size_t errlen)
 {
+	char nb[SHOWN_NAME + 1];
 	const unsigned char *p = buf;
 	cwd_t c = { dirfd, dirfd, "", 0 };
 	size_t off = STORM_BUNDLE_HDR, ndirs, nd = 0, *dirs = NULL;
@@ -884,7 +901,7 @@ int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
 		if (parse(p, len, &off, i, &r, err, errlen))
 			goto done;
 		if (make(&c, &r)) {
-			fail(err, errlen, "entry %" PRIu64 " '%.*s': %s", i, SHOW(&r),
+			fail(err, errlen, "entry %" PRIu64 " '%s': %s", i, SHOW(&r),
 			     strerror(errno));
 			goto done;
 		}
@@ -898,7 +915,7 @@ int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
 		if (parse(p, len, &off, nd, &r, err, errlen))
 			goto done;
 		if (set_dir_mode(&c, &r)) {
-			fail(err, errlen, "'%.*s': mode: %s", SHOW(&r),
+			fail(err, errlen, "'%s': mode: %s", SHOW(&r),
 			     strerror(errno));
 			goto done;
 		}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fuzz_bundle.c - libFuzzer target: a bundle as a user may craft it, which
+ * the node manager extracts (storm_bundle_extract).  Each input is
+ * extracted into a fresh directory "x" inside a scratch directory made
+ * once; whatever the input, nothing may appear beside "x" (no name climbed
+ * out, nothing was written through a symlink) and nothing inside it may
+ * carry a set-ID or sticky bit.  The directory is removed after each input.
+ *
+ * Input: the bundle bytes, as they are.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/common/storm_bundle.h"
+
+static char scratch[4096];
+static int scratch_fd = -1;
+
+/* Remove name under parent, opening up directories first: an extracted
+ * directory may shut out its owner.  Aborts on a set-ID or sticky bit. */
+static void rm_tree(int parent, const char *name)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW))
+		return;
+	if (!S_ISLNK(st.st_mode) && (st.st_mode & 07000))
+		abort();
+	if (!S_ISDIR(st.st_mode)) {
+		unlinkat(parent, name, 0);
+		return;
+	}
+	fchmodat(parent, name, 0700, 0);
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (d = fdopendir(fd))) {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rm_tree(dirfd(d), de->d_name);
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (unlinkat(parent, name, AT_REMOVEDIR))
+		abort();
+}
+
+/* Only "x" (or nothing) beside the extraction directory. */
+static void nothing_beside(void)
+{
+	int fd = dup(scratch_fd);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd)))
+		abort();
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, "x")) {
+			fprintf(stderr, "fuzz_bundle: %s/%s escaped\n", scratch,
+				de->d_name);
+			abort();
+		}
+	closedir(d);
+}
+
+static void cleanup(void)
+{
+	if (scratch_fd >= 0) {
+		rm_tree(scratch_fd, "x");
+		close(scratch_fd);
+		rmdir(scratch);
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	(void) argc;
+	(void) argv;
+	snprintf(scratch, sizeof(scratch), "%s/storm-fuzz-bundle-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(scratch) ||
+	    (scratch_fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		abort();
+	atexit(cleanup);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char err[512];
+	int fd;
+
+	if (mkdirat(scratch_fd, "x", 0700))
+		abort();
+	fd = openat(scratch_fd, "x", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		abort();
+	err[0] = '\0';
+	if (storm_bundle_extract(data, size, fd, err, sizeof(err)) && !err[0])
+		abort();	/* a refusal always says why */
+	close(fd);
+	nothing_beside();
+	rm_tree(scratch_fd, "x");
+	return 0;
+}
