@@ -80,6 +80,22 @@
  * resolved it, over which each node lays its copy. */
 #define STORM_BCAST_ORIG_ENV	"SLURM_STORM_BCAST_ORIG"
 
+/* A transfer whose credential ends in this word carries a bundle
+ * (storm_bundle.h): each node extracts it into a new directory of the
+ * transfer's name, all or nothing, instead of keeping the file. */
+#define STORM_BCAST_KIND_TREE	"kind=tree"
+
+/* srun -> the step's tasks: the node-local directory of a bundle whose
+ * entries mirror absolute paths ("opt/lib/libx.so" for /opt/lib/libx.so),
+ * and the original paths, ':'-separated, over which each node lays that
+ * directory's copies in the task's mount namespace. */
+#define STORM_BCAST_TREE_ENV	"SLURM_STORM_BCAST_TREE"
+#define STORM_BCAST_BINDS_ENV	"SLURM_STORM_BCAST_BINDS"
+
+/* srun -> the step's tasks, kept for the user: where the named files
+ * (SLURM_STORM_FILES) are on the node, under their absolute paths. */
+#define STORM_FILES_DIR_ENV	"SLURM_STORM_FILES_DIR"
+
 /* Variables: one per transfer, chosen by its key, above the NM's own
  * variables.  Two transfers whose keys share a slot on a common node at the
  * same time disturb each other (the later one's states replace the
@@ -151,6 +167,7 @@ enum storm_bcast_state {
 	STORM_BCAST_EIO = 0x14,		/* could not create or write it */
 	STORM_BCAST_EBADMSG = 0x15,	/* checksum mismatch */
 	STORM_BCAST_ABORTED = 0x16,	/* the transfer was aborted */
+	STORM_BCAST_EBADTREE = 0x17,	/* a bundle that cannot be extracted */
 };
 #define STORM_BCAST_VAL(key, st) \
 	((((uint64_t) (key) & STORM_BCAST_KEY_MASK) << 8) | (uint64_t) (st))
@@ -168,6 +185,8 @@ static inline const char *storm_bcast_state_str(int st)
 	case STORM_BCAST_EIO: return "cannot create the file on the node";
 	case STORM_BCAST_EBADMSG: return "checksum mismatch";
 	case STORM_BCAST_ABORTED: return "transfer aborted";
+	case STORM_BCAST_EBADTREE:
+		return "the files cannot be laid out on the node (malformed bundle or a name the node refuses)";
 	}
 	return "no answer";
 }

@@ -63,6 +63,7 @@ static const key_def_t keys[] = {
 	{ "Timeout", K_DURATION, F(timeout_us), 0, 1000, 600000000ULL },
 	{ "BcastExecutable", K_BOOL, F(bcast_executable), 0, 0, 0 },
 	{ "BcastOverlap", K_BOOL, F(bcast_overlap), 0, 0, 0 },
+	{ "BcastLibraries", K_BOOL, F(bcast_libraries), 0, 0, 0 },
 	{ "BcastDir", K_STRING, F(bcast_dir), S(bcast_dir), 0, 0 },
 	{ "BcastRequestTimeout", K_DURATION, F(bcast_request_us), 0, 1000, 60000000ULL },
 	{ "BcastMaxSize", K_SIZE, F(bcast_max_bytes), 0, 1, 1ULL << 40 },
@@ -125,6 +126,7 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->timeout_us = 5000000;
 	conf->bcast_executable = false;
 	conf->bcast_overlap = false;
+	conf->bcast_libraries = false;
 	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
 	conf->bcast_max_bytes = 1ULL << 30;
 	conf->bcast_request_us = 2000000;
@@ -690,7 +692,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "SwitchAt=%s\nSuspectQuanta=%u\nSuspectTime=%" PRIu64 "us\n"
 		     "ReturnAfter=%" PRIu64 "us\n"
 		     "Timeout=%" PRIu64 "us\n"
-		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastDir=%s\n"
+		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastLibraries=%s\n"
+		     "BcastDir=%s\n"
 		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\nBcastArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
@@ -702,7 +705,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->suspect_quanta, c->suspect_time_us, c->return_after_us,
 		     c->timeout_us,
 		     c->bcast_executable ? "yes" : "no",
-		     c->bcast_overlap ? "yes" : "no", c->bcast_dir,
+		     c->bcast_overlap ? "yes" : "no",
+		     c->bcast_libraries ? "yes" : "no", c->bcast_dir,
 		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,
 		     c->window,
 		     c->tree_arity, c->bcast_arity, c->mem_reserve_mb,

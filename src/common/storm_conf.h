@@ -70,6 +70,9 @@ typedef struct {
 	bool bcast_executable;		/* BcastExecutable= even without --bcast */
 	bool bcast_overlap;		/* BcastOverlap= launch while the file
 					 * travels; tasks wait for it */
+	bool bcast_libraries;		/* BcastLibraries= a broadcast
+					 * executable's shared libraries go
+					 * with it */
 	char bcast_dir[256];		/* BcastDir= node-local tmpfs */
 	uint64_t bcast_max_bytes;	/* BcastMaxSize= largest file accepted */
 	uint64_t bcast_request_us;	/* BcastRequestTimeout= srun's request

@@ -212,7 +212,10 @@ static int parse_payload(const char *p, nm_bcast_manifest_t *m)
 	if (sscanf(p, "storm-bcast-1 job=%u step=%u uid=%u gid=%u key=%llx "
 		   "size=%llu mode=%o hash=%llx dir=%1023s name=%255s%n",
 		   &job, &step, &uid, &gid, &key, &size, &mode, &hash, m->dir,
-		   m->name, &n) != 10 || p[n] != '\0')
+		   m->name, &n) != 10)
+		return -EINVAL;
+	m->tree = !strcmp(p + n, " " STORM_BCAST_KIND_TREE);
+	if (p[n] != '\0' && !m->tree)
 		return -EINVAL;
 	m->job = job;
 	m->step = step;

@@ -24,6 +24,8 @@ typedef struct nm_bcast_manifest {
 	unsigned mode;		/* permission bits only */
 	char dir[1024];		/* "-" (job directory) or an absolute dir */
 	char name[256];
+	bool tree;		/* a bundle (storm_bundle.h), extracted into
+				 * a directory of that name */
 } nm_bcast_manifest_t;
 
 /* A manifest that passed every check: what this node may create, for

@@ -76,8 +76,7 @@ static DIR *opendir_at(int dirfd)
 	return d;
 }
 
-/* Remove everything under dirfd without following links. */
-static void rm_tree_at(int dirfd)
+extern void nm_bcast_rm_tree_at(int dirfd)
 {
 	DIR *d = opendir_at(dirfd);
 	struct dirent *e;
@@ -95,13 +94,30 @@ static void rm_tree_at(int dirfd)
 					 O_CLOEXEC);
 
 			if (sub >= 0) {
-				rm_tree_at(sub);
+				nm_bcast_rm_tree_at(sub);
 				close(sub);
 			}
 			unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
 		}
 	}
 	closedir(d);
+}
+
+extern int nm_bcast_remove_at(int dirfd, const char *name)
+{
+	int fd;
+
+	if (!unlinkat(dirfd, name, 0))
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	nm_bcast_rm_tree_at(fd);
+	close(fd);
+	return unlinkat(dirfd, name, AT_REMOVEDIR) ? -errno : 0;
 }
 
 extern int nm_bcast_job_dir_remove(uint32_t job, const char *why)
@@ -114,7 +130,7 @@ extern int nm_bcast_job_dir_remove(uint32_t job, const char *why)
 		    O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	rm_tree_at(fd);
+	nm_bcast_rm_tree_at(fd);
 	close(fd);
 	if (unlinkat(bcast_dir.dirfd, name, AT_REMOVEDIR)) {
 		int e = errno;
@@ -181,8 +197,11 @@ extern int nm_bcast_dir_dest(const nm_bcast_grant_t *g, int *dirfd,
 			return STORM_BCAST_EIO;
 		}
 	}
+	/* a bundle and what it holds exist side by side until it is
+	 * extracted */
 	if (fstatvfs(fd, &vfs) == 0 &&
-	    (uint64_t) vfs.f_bavail * vfs.f_frsize < m->size) {
+	    (uint64_t) vfs.f_bavail * vfs.f_frsize <
+	    (m->tree ? 2 * m->size : m->size)) {
 		nm_error("bcast: job %u: %s (%" PRIu64 " bytes) does not fit in %s",
 			 m->job, m->name, m->size, *user_fs ? m->dir :
 			 bcast_dir.nm->conf.bcast_dir);
@@ -229,7 +248,7 @@ static void remove_stale_tmp(void)
 		while ((f = readdir(jd)))
 			if (!strncmp(f->d_name, NM_BCAST_TMP_PREFIX,
 				     strlen(NM_BCAST_TMP_PREFIX)) &&
-			    !unlinkat(jfd, f->d_name, 0))
+			    !nm_bcast_remove_at(jfd, f->d_name))
 				nm_info("bcast: removed %s/%s/%s left by an earlier node manager",
 					bcast_dir.nm->conf.bcast_dir, e->d_name,
 					f->d_name);

@@ -41,8 +41,15 @@ extern int nm_bcast_job_dir_remove(uint32_t job, const char *why);
  * prepared transfers that never received data. */
 extern void nm_bcast_sweep(void);
 
+/* Remove everything under dirfd without following links; dirfd stays. */
+extern void nm_bcast_rm_tree_at(int dirfd);
+/* Remove name in dirfd, a file or a whole tree, links not followed; 0 or
+ * -errno. */
+extern int nm_bcast_remove_at(int dirfd, const char *name);
+
 /* This thread's file-system identity (Linux: per thread with the raw
  * system call): the user's, or back to root. */
+
 extern void nm_bcast_fs_user(uid_t uid, gid_t gid);
 extern void nm_bcast_fs_root(void);
 

@@ -31,6 +31,7 @@
 #include "nm_bcast_xfer.h"
 #include "src/common/storm_mutex.h"
 #include "src/common/storm_bcast.h"
+#include "src/common/storm_bundle.h"
 
 struct nm_bcast_xfer {
 	nm_bcast_xstate_t state;
@@ -44,6 +45,7 @@ struct nm_bcast_xfer {
 	int dirfd, fd;
 	bool user_fs;		/* created with the user's fs identity */
 	bool verified;		/* checksum already matched (the relay) */
+	bool tree;		/* a bundle, extracted on commit */
 	char name[256];
 	char tmp[64];
 	void *map;
@@ -136,6 +138,7 @@ static void fill_slot(nm_bcast_xfer_t *x, const nm_bcast_manifest_t *m,
 	x->size = m->size;
 	x->hash = m->hash;
 	x->user_fs = user_fs;
+	x->tree = m->tree;
 	x->started = time(NULL);
 	snprintf(x->name, sizeof(x->name), "%s", m->name);
 	snprintf(x->tmp, sizeof(x->tmp), NM_BCAST_TMP_PREFIX "%012" PRIx64,
@@ -245,6 +248,53 @@ extern bool nm_bcast_xfer_verify(nm_bcast_xfer_t *x)
 	return x->verified;
 }
 
+/*
+ * A verified bundle extracted into a hidden directory beside it, with the
+ * user's file-system identity (what the user could not create, the NM
+ * does not either), then renamed to the transfer's name, replacing an
+ * older tree of that name at once; the bundle file goes.  Returns
+ * STORM_BCAST_DONE or why not; nothing of a failed extraction stays.
+ */
+static int extract_tree(nm_bcast_xfer_t *x)
+{
+	char dir[64], err[512];
+	int fd, st = STORM_BCAST_DONE;
+
+	snprintf(dir, sizeof(dir), NM_BCAST_TMP_PREFIX "d%012" PRIx64, x->key);
+	nm_bcast_fs_user(x->uid, x->gid);
+	if (mkdirat(x->dirfd, dir, 0700) ||
+	    (fd = openat(x->dirfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			 O_CLOEXEC)) < 0) {
+		nm_error("bcast: job %u: cannot create the directory for %s: %s",
+			 x->job, x->name, strerror(errno));
+		st = STORM_BCAST_EIO;
+	} else {
+		if (storm_bundle_extract(x->map, x->size, fd, err,
+					 sizeof(err))) {
+			nm_error("bcast: job %u: %s: %s", x->job, x->name, err);
+			st = STORM_BCAST_EBADTREE;
+		}
+		close(fd);
+	}
+	if (st == STORM_BCAST_DONE &&
+	    renameat2(x->dirfd, dir, x->dirfd, x->name, RENAME_NOREPLACE) &&
+	    (errno != EEXIST ||
+	     renameat2(x->dirfd, dir, x->dirfd, x->name, RENAME_EXCHANGE))) {
+		nm_error("bcast: job %u: cannot put %s in place: %s", x->job,
+			 x->name, strerror(errno));
+		st = STORM_BCAST_EIO;
+	}
+	if (st == STORM_BCAST_DONE)
+		unlinkat(x->dirfd, x->tmp, 0);
+	/* the failed extraction, or the tree the new one replaced: as root,
+	 * since a tree may hold directories its owner cannot write to */
+	nm_bcast_fs_root();
+	nm_bcast_remove_at(x->dirfd, dir);
+	if (x->user_fs)
+		nm_bcast_fs_user(x->uid, x->gid);
+	return st;
+}
+
 extern int nm_bcast_xfer_finish(nm_bcast_xfer_t *x, bool commit)
 {
 	int st = STORM_BCAST_ABORTED;
@@ -256,6 +306,8 @@ extern int nm_bcast_xfer_finish(nm_bcast_xfer_t *x, bool commit)
 			nm_error("bcast: job %u: %s: checksum mismatch, dropped",
 				 x->job, x->name);
 			st = STORM_BCAST_EBADMSG;
+		} else if (x->tree) {
+			st = extract_tree(x);
 		} else if (fchmod(x->fd, x->mode ? x->mode : 0700) ||
 			   renameat(x->dirfd, x->tmp, x->dirfd, x->name)) {
 			nm_error("bcast: job %u: cannot put %s in place: %s",

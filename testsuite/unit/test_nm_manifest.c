@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "src/common/storm_bcast.h"
+#include "src/common/storm_bundle.h"
 #include "src/nm/nm_bcast_auth.h"
 #include "src/nm/nm_bcast_dir.h"
 #include "src/nm/nm_bcast_xfer.h"
@@ -99,6 +100,7 @@ typedef struct mf {
 	uint64_t key, size;
 	unsigned mode;
 	const char *dir, *name;
+	bool tree;		/* a bundle, extracted on commit */
 } mf_t;
 
 static char data[4096];
@@ -116,12 +118,13 @@ static char *cred(const mf_t *m)
 	char *s;
 
 	ck_assert_int_ge(asprintf(&s, "%u %u %s|storm-bcast-1 job=%u step=0 uid=%u gid=%u key=%" PRIx64
-				  " size=%" PRIu64 " mode=%o hash=%" PRIx64 " dir=%s name=%s",
+				  " size=%" PRIu64 " mode=%o hash=%" PRIx64 " dir=%s name=%s%s",
 				  m->cuid, m->cgid, m->flags, m->job, m->uid,
 				  m->gid, m->key, m->size, m->mode,
 				  storm_bcast_hash(data, m->size <= sizeof(data) ?
 						   m->size : 0),
-				  m->dir, m->name), 0);
+				  m->dir, m->name,
+				  m->tree ? " " STORM_BCAST_KIND_TREE : ""), 0);
 	return s;
 }
 
@@ -267,6 +270,100 @@ START_TEST(test_accepted)
 }
 END_TEST
 
+/* A bundle of one file, lib/x.so ("bundled"), into data; its size. */
+static uint64_t bundle_into_data(void)
+{
+	char src[] = "/tmp/test_nm_manifest_srcXXXXXX", f[128], err[256];
+	storm_bundle_t *b = storm_bundle_new();
+	int fd;
+	uint64_t size;
+
+	ck_assert_ptr_nonnull(mkdtemp(src));
+	snprintf(f, sizeof(f), "%s/x.so", src);
+	fd = open(f, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "bundled", 7), 7);
+	close(fd);
+	ck_assert_int_eq(storm_bundle_add(b, f, "lib/x.so", false, err,
+					  sizeof(err)), 0);
+	snprintf(f, sizeof(f), "%s/bundle", src);
+	fd = open(f, O_RDWR | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(storm_bundle_write(b, fd, err, sizeof(err)), 0);
+	size = storm_bundle_size(b);
+	ck_assert_uint_le(size, sizeof(data));
+	ck_assert_int_eq(pread(fd, data, size, 0), (ssize_t) size);
+	close(fd);
+	storm_bundle_free(b);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s/x.so", src);
+	unlink(f);
+	rmdir(src);
+	return size;
+}
+
+START_TEST(test_accepted_tree)
+{
+	/* a bundle becomes a directory of the transfer's name, whole; the
+	 * bundle file and the hidden extraction directory go */
+	mf_t m = mf(0x10a);
+	nm_bcast_xfer_t *x;
+	char jd[128], p[256], buf[16] = "";
+	uint64_t size;
+	void *map;
+	int fd;
+
+	m.tree = true;
+	m.name = "s0_tree";
+	m.size = bundle_into_data();
+	ck_assert_int_eq(check(cred(&m), NULL, m.key, &x), STORM_BCAST_READY);
+	map = nm_bcast_xfer_receive(ROOT_RANK, m.key, m.size);
+	ck_assert_ptr_eq(map, nm_bcast_xfer_map(x, &size));
+	memcpy(map, data, m.size);
+	ck_assert_int_eq(nm_bcast_xfer_finish(x, true), STORM_BCAST_DONE);
+	snprintf(jd, sizeof(jd), "%s/job_%u", dir, JOB);
+	path_of(p, sizeof(p), jd, "s0_tree/lib/x.so");
+	fd = open(p, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 7);
+	close(fd);
+	ck_assert_str_eq(buf, "bundled");
+	path_of(p, sizeof(p), jd, ".storm-00000000010a");
+	ck_assert_int_eq(access(p, F_OK), -1);
+	path_of(p, sizeof(p), jd, ".storm-d00000000010a");
+	ck_assert_int_eq(access(p, F_OK), -1);
+}
+END_TEST
+
+START_TEST(test_tree_that_cannot_be_extracted_leaves_nothing)
+{
+	/* the checksum matches (the sender's own garbage): refused on
+	 * extraction, and nothing stays */
+	mf_t m = mf(0x10b);
+	nm_bcast_xfer_t *x;
+	char jd[128], p[256];
+	uint64_t size;
+	void *map;
+
+	m.tree = true;
+	m.name = "s0_tree";
+	m.size = bundle_into_data();
+	memcpy(data + STORM_BUNDLE_HDR + STORM_BUNDLE_ENTRY_HDR, "../", 3);
+	ck_assert_int_eq(check(cred(&m), NULL, m.key, &x), STORM_BCAST_READY);
+	map = nm_bcast_xfer_receive(ROOT_RANK, m.key, m.size);
+	ck_assert_ptr_eq(map, nm_bcast_xfer_map(x, &size));
+	memcpy(map, data, m.size);
+	ck_assert_int_eq(nm_bcast_xfer_finish(x, true), STORM_BCAST_EBADTREE);
+	snprintf(jd, sizeof(jd), "%s/job_%u", dir, JOB);
+	path_of(p, sizeof(p), jd, "s0_tree");
+	ck_assert_int_eq(access(p, F_OK), -1);
+	path_of(p, sizeof(p), jd, ".storm-00000000010b");
+	ck_assert_int_eq(access(p, F_OK), -1);
+	path_of(p, sizeof(p), jd, ".storm-d00000000010b");
+	ck_assert_int_eq(access(p, F_OK), -1);
+}
+END_TEST
+
 START_TEST(test_accepted_replayed_credential)
 {
 	/* one munged for several node managers of a host: every one of them
@@ -398,6 +495,8 @@ START_TEST(test_refuse_malformed)
 		"storm-bcast-2 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=- name=a",
 		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=-",
 		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=- name=a more",
+		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=- name=a kind=trees",
+		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=- name=a kind=tree ",
 		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=301 size=1 mode=9 hash=0 dir=- name=a",
 		"storm-bcast-1 job=42 step=0 uid=0 gid=0 key=zz size=1 mode=755 hash=0 dir=- name=a",
 		"storm-bcast-1 job=x step=0 uid=0 gid=0 key=301 size=1 mode=755 hash=0 dir=- name=a",
@@ -791,6 +890,8 @@ static Suite *suite(void)
 	}
 	tcase_add_test(ok, test_accepted);
 	tcase_add_test(ok, test_accepted_replayed_credential);
+	tcase_add_test(ok, test_accepted_tree);
+	tcase_add_test(ok, test_tree_that_cannot_be_extracted_leaves_nothing);
 	tcase_add_test(ok, test_accepted_empty_file);
 	tcase_add_test(ok, test_accepted_mode_bits_only);
 	tcase_add_test(ok, test_accepted_absolute_destination);

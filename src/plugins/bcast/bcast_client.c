@@ -267,10 +267,11 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	/* the manifest: a munge credential every node verifies */
 	snprintf(payload, sizeof(payload),
 		 "storm-bcast-1 job=%u step=%u uid=%u gid=%u key=%" PRIx64
-		 " size=%" PRIu64 " mode=%o hash=%" PRIx64 " dir=%s name=%s",
+		 " size=%" PRIu64 " mode=%o hash=%" PRIx64 " dir=%s name=%s%s",
 		 req->job, req->step, (unsigned) getuid(), (unsigned) getgid(),
-		 key, size, (unsigned) (st.st_mode & 07777), hash,
-		 req->dest_dir ? req->dest_dir : "-", req->dest_name);
+		 key, size, req->tree ? 0700u : (unsigned) (st.st_mode & 07777),
+		 hash, req->dest_dir ? req->dest_dir : "-", req->dest_name,
+		 req->tree ? " " STORM_BCAST_KIND_TREE : "");
 	me = munge_encode(&cred, NULL, payload, (int) strlen(payload) + 1);
 	if (me != EMUNGE_SUCCESS) {
 		snprintf(err, errlen, "cannot create a munge credential: %s",

@@ -7,6 +7,7 @@
 #ifndef STORM_BCAST_CLIENT_H
 #define STORM_BCAST_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -20,6 +21,8 @@ typedef struct storm_bcast_req {
 	const char *dest_name;	/* file name on the nodes (storm_bcast_name_ok) */
 	uint32_t job, step;
 	const char *nodelist;	/* the step's nodes, Slurm hostlist form */
+	bool tree;		/* path is a bundle, extracted on the nodes
+				 * into a directory named dest_name */
 	uint64_t key;		/* the transfer's key; 0: storm_bcast_run
 				 * draws one */
 } storm_bcast_req_t;

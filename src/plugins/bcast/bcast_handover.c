@@ -23,7 +23,8 @@
 
 extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 				 const char *slurm_conf_path, bool bcast_flag,
-				 const char *bcast_file, bool compress)
+				 const char *bcast_file, bool compress,
+				 bool send_libs, const char *exclude)
 {
 	const char *env = getenv("SLURM_STORM_BCAST");
 	char path[4096], err[STORM_CONF_ERRLEN];
@@ -51,6 +52,13 @@ extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 		h->overlap = !strcasecmp(env, "yes") || !strcmp(env, "1");
 	if (bcast_flag && bcast_file && bcast_file[0] == '/')
 		h->dest = strdup(bcast_file);
+	h->libs = send_libs || h->conf.bcast_libraries;
+	if ((env = getenv("SLURM_STORM_BCAST_LIBS")))
+		h->libs = !strcasecmp(env, "yes") || !strcmp(env, "1");
+	if (h->libs && exclude)
+		h->exclude = strdup(exclude);
+	if ((env = getenv("SLURM_STORM_FILES")) && env[0])
+		h->files = strdup(env);
 	/* Compression is Slurm's (sbcast over slurmd); STORM's fabric moves
 	 * the file as it is.  Say so rather than drop the option silently. */
 	if (compress)
@@ -130,6 +138,50 @@ static void _copy_name(const char *path, uint32_t step, char *out, size_t len)
 			out[o] = '_';
 }
 
+/* What travels with the executable (bcast_tree.h): a second request,
+ * for the bundle; 0 (with or without one) or -1 (srun stops). */
+static int _prepare_tree(storm_handover_t *h, const char *path,
+			 uint32_t step)
+{
+	char err[1024];
+	int rc;
+
+	if (!h->libs && !h->files)
+		return 0;
+	rc = storm_tree_build(&h->tree, path, h->libs, h->libs && !h->keep_path,
+			      h->exclude, h->files, h->conf.bcast_max_bytes,
+			      err, sizeof(err));
+	if (h->tree.note[0])
+		slurm_info("%s: %s: %sthe tasks load them from their own paths",
+			   h->prefix, path, h->tree.note);
+	if (rc < 0) {
+		slurm_error("%s: %s", h->prefix, err);
+		return -1;
+	}
+	if (!rc)
+		return 0;
+	h->has_tree = true;
+	h->treq = h->req;
+	h->treq.path = h->tree.path;
+	h->treq.tree = true;
+	if (h->tree.slurm_libs) {
+		/* Slurm's: "<copy>_libs" beside the copy */
+		snprintf(h->tname, sizeof(h->tname), "%.249s_libs", h->name);
+	} else {
+		h->treq.dest_dir = NULL;
+		snprintf(h->tname, sizeof(h->tname), "s%u_tree", step);
+	}
+	h->treq.dest_name = h->tname;
+	if (!(h->tremote = storm_bcast_remote(&h->treq))) {
+		slurm_error("%s: out of memory", h->prefix);
+		return -1;
+	}
+	slurm_verbose("%s: %d libraries and %d named files or directories (%" PRIu64 " bytes) go to %s",
+		      h->prefix, h->tree.libs, h->tree.files, h->tree.size,
+		      h->tremote);
+	return 0;
+}
+
 extern int storm_handover_prepare(storm_handover_t *h, const char *path,
 				  uint32_t job, uint32_t step,
 				  const char *nodelist)
@@ -174,14 +226,29 @@ extern int storm_handover_prepare(storm_handover_t *h, const char *path,
 		_copy_name(path, step, h->name, sizeof(h->name));
 	}
 	h->req.dest_name = h->name;
-	return 0;
+	return _prepare_tree(h, path, step);
+}
+
+/* The executable, then its bundle: all or nothing (a task waits for the
+ * last one, so it starts only when both are on every node). */
+static int _run_all(storm_handover_t *h, char **remote)
+{
+	char *tremote = NULL;
+	int rc = storm_bcast_run(&h->req, remote, h->err, sizeof(h->err));
+
+	if (!rc && h->has_tree) {
+		rc = storm_bcast_run(&h->treq, &tremote, h->err,
+				     sizeof(h->err));
+		free(tremote);
+	}
+	return rc;
 }
 
 extern int storm_handover_run(storm_handover_t *h)
 {
 	free(h->remote);
 	h->remote = NULL;
-	h->rc = storm_bcast_run(&h->req, &h->remote, h->err, sizeof(h->err));
+	h->rc = _run_all(h, &h->remote);
 	return h->rc ? -1 : 0;
 }
 
@@ -190,7 +257,7 @@ static void *_thread(void *arg)
 	storm_handover_t *h = arg;
 	char *remote = NULL;
 
-	h->rc = storm_bcast_run(&h->req, &remote, h->err, sizeof(h->err));
+	h->rc = _run_all(h, &remote);
 	free(remote);	/* h->remote, known before the start */
 	/* An overlapped broadcast's failure is said at once: the launch may
 	 * still be waiting for a node that is gone (its link cut), which
@@ -204,9 +271,17 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 				size_t len)
 {
 	struct stat st;
+	uint64_t size, wait_key;
 	int prc;
 
 	h->req.key = storm_bcast_new_key();
+	wait_key = h->req.key;
+	if (h->has_tree) {
+		do
+			h->treq.key = storm_bcast_new_key();
+		while (h->treq.key == h->req.key);
+		wait_key = h->treq.key;
+	}
 	free(h->remote);
 	h->remote = storm_bcast_remote(&h->req);
 	if (!h->remote || stat(h->req.path, &st)) {
@@ -214,8 +289,9 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 			    h->remote ? strerror(errno) : "out of memory");
 		return -1;
 	}
-	snprintf(wait_val, len, "%" PRIx64 ":%" PRIu64, h->req.key,
-		 storm_bcast_wait_ms(&h->conf, (uint64_t) st.st_size));
+	size = (uint64_t) st.st_size + (h->has_tree ? h->tree.size : 0);
+	snprintf(wait_val, len, "%" PRIx64 ":%" PRIu64, wait_key,
+		 storm_bcast_wait_ms(&h->conf, size));
 	if ((prc = pthread_create(&h->thread, NULL, _thread, h))) {
 		slurm_error("%s: cannot start the broadcast: %s", h->prefix,
 			    strerror(prc));
@@ -234,6 +310,34 @@ extern int storm_handover_join(storm_handover_t *h)
 	return h->rc ? -1 : 0;
 }
 
+extern int storm_handover_env(const storm_handover_t *h,
+			      int (*set)(void *arg, const char *name,
+					 const char *value),
+			      void *arg)
+{
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char *v;
+	int rc = 0;
+
+	if (!h->active || !h->has_tree)
+		return 0;
+	if (h->tree.binds && ((rc = set(arg, STORM_BCAST_TREE_ENV, h->tremote)) ||
+			      (rc = set(arg, STORM_BCAST_BINDS_ENV,
+					h->tree.binds))))
+		return rc;
+	if (h->tree.files && (rc = set(arg, STORM_FILES_DIR_ENV, h->tremote)))
+		return rc;
+	if (!h->tree.slurm_libs || !h->tree.libs)
+		return 0;
+	/* as slurmd does for srun --bcast --send-libs */
+	if (asprintf(&v, "%s%s%s", h->tremote, old && old[0] ? ":" : "",
+		     old && old[0] ? old : "") < 0)
+		return -1;
+	rc = set(arg, "LD_LIBRARY_PATH", v);
+	free(v);
+	return rc;
+}
+
 extern void storm_handover_say_failure(const storm_handover_t *h,
 				       const char *step)
 {
@@ -247,5 +351,8 @@ extern void storm_handover_done(storm_handover_t *h)
 	free(h->path);
 	free(h->nodes);
 	free(h->remote);
-	h->path = h->nodes = h->remote = NULL;
+	free(h->tremote);
+	h->path = h->nodes = h->remote = h->tremote = NULL;
+	storm_tree_free(&h->tree);
+	h->has_tree = false;
 }

@@ -16,6 +16,7 @@
 
 #include "src/common/storm_conf.h"
 #include "bcast_client.h"
+#include "bcast_tree.h"
 
 typedef struct storm_handover {
 	const char *prefix;	/* the caller's log prefix */
@@ -27,6 +28,11 @@ typedef struct storm_handover {
 	 * without STORM */
 	bool keep_path;
 	char *dest;		/* --bcast=PATH when absolute, else NULL */
+	/* the executable's libraries go too (--send-libs, BcastLibraries,
+	 * SLURM_STORM_BCAST_LIBS), in Slurm's layout with --bcast */
+	bool libs;
+	char *exclude;		/* BcastExclude, from slurm.conf */
+	char *files;		/* SLURM_STORM_FILES */
 	storm_conf_t conf;
 
 	/* one broadcast */
@@ -35,6 +41,12 @@ typedef struct storm_handover {
 	char *path;		/* the local file */
 	char *nodes;		/* the step's node list */
 	char *remote;		/* the path on the nodes, once known */
+	/* what travels with it (bcast_tree.h), when has_tree */
+	bool has_tree;
+	storm_tree_t tree;
+	storm_bcast_req_t treq;
+	char tname[256];
+	char *tremote;		/* its directory on the nodes */
 	char err[4096];
 	int rc;
 	bool threaded;		/* an overlapped transfer's thread runs */
@@ -47,11 +59,14 @@ typedef struct storm_handover {
  * Decide, from srun's --bcast (bcast_flag, bcast_file), storm.conf (beside
  * slurm_conf_path) and the environment, whether the executable goes
  * through STORM; h->active says so.  compress: --compress was given
- * (STORM's fabric does not compress; said once).
+ * (STORM's fabric does not compress; said once).  send_libs: srun's
+ * --send-libs (or BcastParameters=send_libs); exclude: slurm.conf's
+ * BcastExclude.
  */
 extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 				 const char *slurm_conf_path, bool bcast_flag,
-				 const char *bcast_file, bool compress);
+				 const char *bcast_file, bool compress,
+				 bool send_libs, const char *exclude);
 
 /* Check a resolved executable for broadcast; 0, or -1 with err. */
 extern int storm_handover_check(const storm_handover_t *h, const char *path,
@@ -71,13 +86,15 @@ extern int storm_handover_decide(storm_handover_t *h, const char *path,
 /*
  * The request for the step (job, step) on nodelist of the resolved
  * executable path: the name and directory on the nodes (--bcast=DIR/,
- * --bcast=FILE or the job directory).  0, or -1 (logged).
+ * --bcast=FILE or the job directory), and the bundle of what travels
+ * with it (bcast_tree.h).  0, or -1 (logged: srun stops).
  */
 extern int storm_handover_prepare(storm_handover_t *h, const char *path,
 				  uint32_t job, uint32_t step,
 				  const char *nodelist);
 
-/* The whole transfer, waited for: 0 with h->remote, or -1 (h->err). */
+/* The whole transfer (the executable, then its bundle), waited for: 0
+ * with h->remote, or -1 (h->err). */
 extern int storm_handover_run(storm_handover_t *h);
 
 /*
@@ -91,11 +108,23 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 /* Wait for a started transfer; its result (0 or -1). */
 extern int storm_handover_join(storm_handover_t *h);
 
+/*
+ * The tasks' environment for what travels with the executable: set(arg,
+ * name, value) for each variable (storm_bcast.h: the bundle's directory
+ * and paths to present, SLURM_STORM_FILES_DIR, and with Slurm's layout
+ * LD_LIBRARY_PATH).  0, or the first non-zero set() result.
+ */
+extern int storm_handover_env(const storm_handover_t *h,
+			      int (*set)(void *arg, const char *name,
+					 const char *value),
+			      void *arg);
+
 /* srun's message for a failed broadcast of step (a "%ps"-like name). */
 extern void storm_handover_say_failure(const storm_handover_t *h,
 				       const char *step);
 
-/* Free what prepare and run/start allocated (not dest or conf). */
+/* Free what prepare and run/start allocated (not dest, exclude, files
+ * or conf). */
 extern void storm_handover_done(storm_handover_t *h);
 
 #endif

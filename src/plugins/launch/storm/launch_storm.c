@@ -92,7 +92,8 @@ static void bcast_setup(slurm_opt_t *opt_local)
 
 	storm_handover_setup(&bc, PREFIX, slurm_conf.slurm_conf,
 			     sropt->bcast_flag, sropt->bcast_file,
-			     sropt->compress != COMPRESS_OFF);
+			     sropt->compress != COMPRESS_OFF, sropt->send_libs,
+			     slurm_conf.bcast_exclude);
 	/* srun.c must not run its own bcast_file() as well */
 	if (bc.active)
 		sropt->bcast_flag = false;
@@ -176,10 +177,21 @@ static void overlap_failed(storm_handover_t *h)
  * through their environment and present it at the original path
  * (keep_path), or argv[0] names it (--bcast, as srun.c does after its own
  * bcast_file()). */
+static int set_job_env(void *arg, const char *name, const char *value)
+{
+	srun_job_t *job = arg;
+
+	return env_array_overwrite(&job->env, name, value) ? 0 : -1;
+}
+
 static void bcast_present(srun_job_t *job, slurm_opt_t *opt_local)
 {
 	srun_opt_t *sropt = opt_local->srun_opt;
 
+	/* what travels with it: libraries, named files */
+	if (storm_handover_env(&bc, set_job_env, job))
+		error("%s: %ps: cannot set the tasks' environment", PREFIX,
+		      &job->step_id);
 	if (bc.keep_path) {
 		env_array_overwrite(&job->env, STORM_BCAST_EXEC_ENV, bc.remote);
 		env_array_overwrite(&job->env, STORM_BCAST_ORIG_ENV, exec_path);

@@ -77,7 +77,8 @@ extern int storm_launch_srun_post_opt(spank_t sp, int ac, char **av)
 	if (!storm_srun_opts_get(&o))
 		return 0;
 	storm_handover_setup(&h, STORM_SPANK_PREFIX, o.slurm_conf,
-			     o.bcast_flag, o.bcast_file, o.compress);
+			     o.bcast_flag, o.bcast_file, o.compress,
+			     o.send_libs, o.bcast_exclude);
 	if (h.active && o.multi_prog) {
 		slurm_verbose("%s: --multi-prog: executables are not broadcast",
 			      STORM_SPANK_PREFIX);
@@ -130,6 +131,12 @@ static void _overlap_failed(storm_handover_t *hv)
 			    slurm_strerror(errno));
 }
 
+static int _setenv(void *arg, const char *name, const char *value)
+{
+	(void) arg;
+	return setenv(name, value, 1);
+}
+
 extern int storm_launch_srun_local_user_init(spank_t sp, int ac, char **av)
 {
 	uint32_t job = 0, step = 0;
@@ -163,7 +170,8 @@ extern int storm_launch_srun_local_user_init(spank_t sp, int ac, char **av)
 	/* spank_setenv() is for the remote context only; srun's environment
 	 * becomes the step's */
 	if (setenv(STORM_BCAST_EXEC_ENV, h.remote, 1) ||
-	    (h.keep_path && setenv(STORM_BCAST_ORIG_ENV, exec_path, 1))) {
+	    (h.keep_path && setenv(STORM_BCAST_ORIG_ENV, exec_path, 1)) ||
+	    storm_handover_env(&h, _setenv, NULL)) {
 		slurm_error("%s: %s: cannot set %s", STORM_SPANK_PREFIX,
 			    step_name, STORM_BCAST_EXEC_ENV);
 		goto done;

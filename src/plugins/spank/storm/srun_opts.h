@@ -15,6 +15,8 @@ typedef struct storm_srun_opts {
 	const char *bcast_file;	/* --bcast=PATH, or NULL */
 	bool multi_prog;	/* --multi-prog */
 	bool compress;		/* --compress */
+	bool send_libs;		/* --send-libs, BcastParameters=send_libs */
+	const char *bcast_exclude;	/* slurm.conf BcastExclude */
 	const char *chdir;	/* --chdir, or srun's directory */
 	const char *slurm_conf;	/* the slurm.conf srun read */
 	const char *command;	/* the command (argv[0] of the tasks) */

@@ -38,6 +38,8 @@ extern bool storm_srun_opts_get(storm_srun_opts_t *o)
 	o->bcast_file = opt->srun_opt->bcast_file;
 	o->multi_prog = opt->srun_opt->multi_prog;
 	o->compress = opt->srun_opt->compress != COMPRESS_OFF;
+	o->send_libs = opt->srun_opt->send_libs;
+	o->bcast_exclude = slurm_conf.bcast_exclude;
 	o->chdir = opt->chdir;
 	o->slurm_conf = slurm_conf.slurm_conf;
 	o->command = opt->argc > 0 && opt->argv ? opt->argv[0] : NULL;

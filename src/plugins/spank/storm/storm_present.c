@@ -23,6 +23,14 @@
  * run at all.  Where the namespace or the mount fails, the task runs the
  * original and says why on its stderr (the node's first task).
  *
+ * What travels with the executable (bcast_tree.h: its libraries, the
+ * files a user names) comes as one directory whose entries mirror their
+ * absolute paths (STORM_BCAST_TREE_ENV) and a list of the paths to lay
+ * them over (STORM_BCAST_BINDS_ENV): each that this node has is bound the
+ * same way, a directory as a whole, so the loader, $ORIGIN and the
+ * program's own paths read the node's copies without a change of path.
+ * A path this node lacks stays absent, as without STORM.
+ *
  * BcastOverlap: the mount must come after the file is in place, so such a
  * task waits for its node's copy here, as root, rather than in task_init.
  */
@@ -71,10 +79,31 @@ static int _open_as_user(spank_t sp, const char *path)
 	return open(path, O_PATH | O_CLOEXEC);
 }
 
-/* The copy bound read-only over orig in a new private mount namespace;
- * 0, or -1 with err. */
-static int _bind(spank_t sp, const char *copy, const char *orig, char *err,
-		 size_t len)
+/* This task's own mount namespace, every mount in it private so that
+ * nothing reaches the node's mount table; entered once.  0, or -1 with
+ * err. */
+static int _own_namespace(bool *entered, char *err, size_t len)
+{
+	if (*entered)
+		return 0;
+	if (unshare(CLONE_NEWNS)) {
+		snprintf(err, len, "no mount namespace of its own: %s",
+			 strerror(errno));
+		return -1;
+	}
+	*entered = true;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		snprintf(err, len, "cannot make its mounts private: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The copy bound read-only over orig (a file or a directory) in the
+ * task's namespace; 0, or -1 with err. */
+static int _bind(spank_t sp, bool *ns, const char *copy, const char *orig,
+		 char *err, size_t len)
 {
 	unsigned long ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
 			   MS_NODEV;
@@ -82,16 +111,8 @@ static int _bind(spank_t sp, const char *copy, const char *orig, char *err,
 	struct statvfs vfs;
 	int fd;
 
-	if (unshare(CLONE_NEWNS)) {
-		snprintf(err, len, "no mount namespace of its own: %s",
-			 strerror(errno));
+	if (_own_namespace(ns, err, len))
 		return -1;
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
-		snprintf(err, len, "cannot make its mounts private: %s",
-			 strerror(errno));
-		return -1;
-	}
 	/* opened in the new namespace: a mount point must belong to it */
 	if ((fd = _open_as_user(sp, orig)) < 0) {
 		snprintf(err, len, "%s", strerror(errno));
@@ -125,60 +146,127 @@ static int _bind(spank_t sp, const char *copy, const char *orig, char *err,
 	return 0;
 }
 
-/* orig is a regular file on this node (symlinks followed, as the user). */
-static bool _on_node(spank_t sp, const char *orig)
+/* orig is on this node (symlinks followed, as the user) as a regular
+ * file, or as a directory when dir_ok. */
+static bool _on_node(spank_t sp, const char *orig, bool dir_ok)
 {
 	struct stat st;
 	int fd = _open_as_user(sp, orig);
-	bool reg;
+	bool ok;
 
 	if (fd < 0)
 		return false;
-	reg = !fstat(fd, &st) && S_ISREG(st.st_mode);
+	ok = !fstat(fd, &st) &&
+	     (S_ISREG(st.st_mode) || (dir_ok && S_ISDIR(st.st_mode)));
 	close(fd);
-	return reg;
+	return ok;
+}
+
+/* Say once, from the node's first task, what runs from its own path. */
+static void _note(spank_t sp, const char *orig, const char *what,
+		  const char *err)
+{
+	const char *node = getenv("SLURMD_NODENAME");
+	size_t l = strlen(note_msg);
+	int task = 0;
+
+	slurm_verbose("%s: %s: %s", STORM_SPANK_PREFIX, orig, err);
+	spank_get_item(sp, S_TASK_ID, &task);
+	if (task || l >= sizeof(note_msg) - 1)
+		return;
+	snprintf(note_msg + l, sizeof(note_msg) - l,
+		 "%s%s: on %.64s the broadcast copy of %.1024s cannot be put at its path (%.256s); the tasks %s",
+		 l ? "\n" : "", STORM_SPANK_PREFIX, node ? node : "this node",
+		 orig, err, what);
+}
+
+/* The executable: its copy over orig, or (not on the node) run from the
+ * copy's own path. */
+static void _present_exec(spank_t sp, bool *ns, const char *copy,
+			  const char *orig)
+{
+	char err[256];
+
+	if (!_on_node(sp, orig, false)) {
+		/* STORM_BCAST_EXEC_ENV stays: storm_present_run_copy() */
+		slurm_verbose("%s: %s is not on this node: the task runs the broadcast copy %s",
+			      STORM_SPANK_PREFIX, orig, copy);
+		return;
+	}
+	spank_unsetenv(sp, STORM_BCAST_EXEC_ENV);
+	if (!_bind(sp, ns, copy, orig, err, sizeof(err)))
+		slurm_verbose("%s: the broadcast copy %s is at %s for this task",
+			      STORM_SPANK_PREFIX, copy, orig);
+	else	/* the original is there: run it rather than change it */
+		_note(sp, orig, "run the original", err);
+}
+
+/* The bundle's copies (tree/<path>) over each of the ':'-separated paths
+ * in binds that this node has; a path it lacks stays absent, as it would
+ * be without STORM. */
+static void _present_tree(spank_t sp, bool *ns, const char *tree,
+			  char *binds)
+{
+	char *save = NULL, *orig, copy[8192], err[256];
+	int n = 0;
+
+	for (orig = strtok_r(binds, ":", &save); orig;
+	     orig = strtok_r(NULL, ":", &save)) {
+		if (orig[0] != '/' || !_on_node(sp, orig, true)) {
+			slurm_verbose("%s: %s is not on this node: not presented",
+				      STORM_SPANK_PREFIX, orig);
+			continue;
+		}
+		snprintf(copy, sizeof(copy), "%s%s", tree, orig);
+		if (_bind(sp, ns, copy, orig, err, sizeof(err)))
+			_note(sp, orig, "read the original", err);
+		else
+			n++;
+	}
+	slurm_verbose("%s: %d broadcast files and directories from %s are at their paths for this task",
+		      STORM_SPANK_PREFIX, n, tree);
 }
 
 extern int storm_stepd_task_privileged(spank_t sp, int ac, char **av)
 {
-	char orig[4096], copy[4096], err[256];
-	const char *node = getenv("SLURMD_NODENAME");
-	int task = 0;
+	char orig[4096], copy[4096], tree[4096], *binds = NULL;
+	bool has_orig, has_tree, ns = false;
+	size_t blen = 256 * 1024;
 
-	if (spank_getenv(sp, STORM_BCAST_ORIG_ENV, orig, sizeof(orig)) !=
-	    ESPANK_SUCCESS)
+	has_orig = spank_getenv(sp, STORM_BCAST_ORIG_ENV, orig,
+				sizeof(orig)) == ESPANK_SUCCESS;
+	has_tree = spank_getenv(sp, STORM_BCAST_TREE_ENV, tree,
+				sizeof(tree)) == ESPANK_SUCCESS;
+	if (!has_orig && !has_tree)
 		return 0;
 	spank_unsetenv(sp, STORM_BCAST_ORIG_ENV);
-	if (spank_getenv(sp, STORM_BCAST_EXEC_ENV, copy, sizeof(copy)) !=
-	    ESPANK_SUCCESS || copy[0] != '/' || orig[0] != '/') {
+	spank_unsetenv(sp, STORM_BCAST_TREE_ENV);
+	if (has_tree && (!(binds = malloc(blen)) ||
+			 spank_getenv(sp, STORM_BCAST_BINDS_ENV, binds, blen) !=
+			 ESPANK_SUCCESS || tree[0] != '/')) {
+		snprintf(fail_msg, sizeof(fail_msg), "malformed or missing %s or %s",
+			 STORM_BCAST_TREE_ENV, STORM_BCAST_BINDS_ENV);
+		goto out;
+	}
+	spank_unsetenv(sp, STORM_BCAST_BINDS_ENV);
+	if (has_orig &&
+	    (spank_getenv(sp, STORM_BCAST_EXEC_ENV, copy, sizeof(copy)) !=
+	     ESPANK_SUCCESS || copy[0] != '/' || orig[0] != '/')) {
 		snprintf(fail_msg, sizeof(fail_msg), "malformed %s or %s",
 			 STORM_BCAST_EXEC_ENV, STORM_BCAST_ORIG_ENV);
-		return 0;
+		goto out;
 	}
+	/* the mounts come after the files are in place */
 	if (storm_stepd_bcast_wait(sp, ac, av, fail_msg,
 				   sizeof(fail_msg)) < 0)
-		return 0;
+		goto out;
 	fail_msg[0] = '\0';
-	if (!_on_node(sp, orig)) {
-		/* STORM_BCAST_EXEC_ENV stays: storm_present_run_copy() */
-		slurm_verbose("%s: %s is not on this node: the task runs the broadcast copy %s",
-			      STORM_SPANK_PREFIX, orig, copy);
-		return 0;
-	}
-	spank_unsetenv(sp, STORM_BCAST_EXEC_ENV);
-	if (!_bind(sp, copy, orig, err, sizeof(err))) {
-		slurm_verbose("%s: the broadcast copy %s is at %s for this task",
-			      STORM_SPANK_PREFIX, copy, orig);
-		return 0;
-	}
-	/* the original is there: run it rather than change its behaviour */
-	spank_get_item(sp, S_TASK_ID, &task);
-	slurm_verbose("%s: %s: %s", STORM_SPANK_PREFIX, orig, err);
-	if (task == 0)
-		snprintf(note_msg, sizeof(note_msg),
-			 "%s: on %.64s the broadcast copy of %.1024s cannot be put at its path (%.256s); the tasks run the original",
-			 STORM_SPANK_PREFIX, node ? node : "this node", orig,
-			 err);
+	if (has_orig)
+		_present_exec(sp, &ns, copy, orig);
+	if (has_tree)
+		_present_tree(sp, &ns, tree, binds);
+out:
+	free(binds);
 	return 0;
 }
 

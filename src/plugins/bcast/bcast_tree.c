@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bcast_tree.c - the bundle that travels with a broadcast executable; see
+ * bcast_tree.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/common/storm_bundle.h"
+#include "bcast_libs.h"
+#include "bcast_tree.h"
+
+/* Append path to the ':'-separated list *list; 0 or -1 (ENOMEM). */
+static int _list_add(char **list, const char *path)
+{
+	size_t old = *list ? strlen(*list) : 0;
+	char *n = realloc(*list, old + strlen(path) + 2);
+
+	if (!n)
+		return -1;
+	if (old)
+		n[old++] = ':';
+	strcpy(n + old, path);
+	*list = n;
+	return 0;
+}
+
+/* path lies in the ':'-separated list of directories (whole components). */
+static bool _under(const char *path, const char *list)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t) (end - p) : strlen(p);
+
+		if (n && !strncmp(path, p, n) && (path[n] == '/' || !path[n]))
+			return true;
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static void _note(storm_tree_t *t, const char *fmt, const char *a,
+		  const char *b)
+{
+	size_t l = strlen(t->note);
+
+	snprintf(t->note + l, sizeof(t->note) - l, fmt, a, b);
+}
+
+/* The named files, by their real paths, mirror layout; 0 or -1. */
+static int _add_files(storm_tree_t *t, storm_bundle_t *b, const char *files,
+		      char *err, size_t errlen)
+{
+	char *dup = strdup(files), *save = NULL, *tok;
+	char real[PATH_MAX];
+	int rc = 0;
+
+	if (!dup) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (tok = strtok_r(dup, ":", &save); tok && !rc;
+	     tok = strtok_r(NULL, ":", &save)) {
+		if (!realpath(tok, real)) {
+			snprintf(err, errlen, "SLURM_STORM_FILES: %s: %s", tok,
+				 strerror(errno));
+			rc = -1;
+		} else if (!strcmp(real, "/")) {
+			snprintf(err, errlen, "SLURM_STORM_FILES: %s: the root directory cannot be sent",
+				 tok);
+			rc = -1;
+		} else if (_under(real, t->binds)) {
+			continue;	/* inside one named before */
+		} else if (storm_bundle_add(b, real, real + 1, false, err,
+					    errlen) ||
+			   _list_add(&t->binds, real)) {
+			rc = -1;
+		} else {
+			t->files++;
+		}
+	}
+	free(dup);
+	return rc;
+}
+
+/* lib's path with its directory resolved (the loader names "$ORIGIN/../lib"
+ * as "<dir>/bin/../lib/..."), its own name kept: where it is presented
+ * and the name of its copy.  false when the directory cannot be
+ * resolved. */
+static bool _lib_path(const char *lib, char *out, size_t len)
+{
+	const char *base = strrchr(lib, '/');
+	char dir[PATH_MAX], real[PATH_MAX];
+
+	if (!base || (size_t) (base - lib) >= sizeof(dir))
+		return false;
+	memcpy(dir, lib, (size_t) (base - lib));
+	dir[base - lib] = '\0';
+	if (!realpath(dir[0] ? dir : "/", real))
+		return false;
+	return (size_t) snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "",
+				 base + 1) < len;
+}
+
+/* The executable's library closure; problems only noted: the program then
+ * loads them from their own paths, as without STORM. */
+static void _add_libs(storm_tree_t *t, storm_bundle_t *b, const char *exe,
+		      const char *exclude)
+{
+	char **libs = NULL, lerr[512];
+	int n, missing = 0;
+
+	n = bcast_libs_closure(exe, exclude, &libs, &missing, lerr,
+			       sizeof(lerr));
+	if (n < 0) {
+		_note(t, "its libraries are not sent (%s: %s); ", exe, lerr);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *base = strrchr(libs[i], '/');
+		char name[PATH_MAX], lib[PATH_MAX];
+
+		if (!_lib_path(libs[i], lib, sizeof(lib))) {
+			_note(t, "%s is not sent (%s); ", libs[i], strerror(errno));
+			continue;
+		}
+		if (t->slurm_libs) {
+			snprintf(name, sizeof(name), "%s", base + 1);
+		} else {
+			if (_under(lib, t->binds))
+				continue;
+			snprintf(name, sizeof(name), "%s", lib + 1);
+		}
+		if (storm_bundle_add(b, lib, name, true, lerr, sizeof(lerr))) {
+			_note(t, "%s is not sent (%s); ", lib, lerr);
+			continue;
+		}
+		if (!t->slurm_libs && _list_add(&t->binds, lib)) {
+			_note(t, "%s%s is not sent (out of memory); ", "", lib);
+			continue;
+		}
+		t->libs++;
+	}
+	bcast_libs_free(libs);
+}
+
+/* The bundle into an unlinked temporary file, reachable at t->path. */
+static int _write(storm_tree_t *t, storm_bundle_t *b, char *err,
+		  size_t errlen)
+{
+	const char *tmp = getenv("TMPDIR");
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/storm-bundle-XXXXXX",
+		 tmp && tmp[0] == '/' ? tmp : "/tmp");
+	t->fd = mkostemp(path, O_CLOEXEC);
+	if (t->fd < 0 && strcmp(path, "/tmp")) {
+		snprintf(path, sizeof(path), "/tmp/storm-bundle-XXXXXX");
+		t->fd = mkostemp(path, O_CLOEXEC);
+	}
+	if (t->fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file: %s",
+			 strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	snprintf(t->path, sizeof(t->path), "/proc/self/fd/%d", t->fd);
+	if (storm_bundle_write(b, t->fd, err, errlen))
+		return -1;
+	t->size = storm_bundle_size(b);
+	return 0;
+}
+
+extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
+			    bool slurm_libs, const char *exclude,
+			    const char *files, uint64_t max_bytes,
+			    char *err, size_t errlen)
+{
+	storm_bundle_t *b = storm_bundle_new();
+	char size[32], max[32];
+	int rc = -1;
+
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	t->slurm_libs = slurm_libs;
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (files && files[0] && _add_files(t, b, files, err, errlen))
+		goto out;
+	if (libs)
+		_add_libs(t, b, exe, exclude);
+	rc = 0;
+	if (!t->libs && !t->files)
+		goto out;
+	if (storm_bundle_size(b) > max_bytes) {
+		snprintf(size, sizeof(size), "%" PRIu64, storm_bundle_size(b));
+		snprintf(max, sizeof(max), "%" PRIu64, max_bytes);
+		if (t->files) {
+			snprintf(err, errlen, "SLURM_STORM_FILES: the named files and libraries take %s bytes, more than BcastMaxSize (%s)",
+				 size, max);
+			rc = -1;
+			goto out;
+		}
+		_note(t, "its libraries are not sent (%s bytes, more than BcastMaxSize, %s); ",
+		      size, max);
+		goto out;
+	}
+	if (_write(t, b, err, errlen)) {
+		rc = -1;
+		goto out;
+	}
+	rc = 1;
+out:
+	storm_bundle_free(b);
+	if (rc != 1) {
+		/* the note stays for the caller */
+		char note[sizeof(t->note)];
+
+		memcpy(note, t->note, sizeof(note));
+		storm_tree_free(t);
+		memcpy(t->note, note, sizeof(note));
+	}
+	return rc;
+}
+
+extern void storm_tree_free(storm_tree_t *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->binds);
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+}
