@@ -43,6 +43,11 @@ packages=(
 	python3 python3-pytest python3-matplotlib python3-xxhash hyperfine
 	# cluster harness: unshare/mount (util-linux), ip (iproute2), runuser
 	util-linux iproute2 procps
+	# container images: ch-run (linked with libsquashfuse, mounts SquashFS
+	# through FUSE), mksquashfs, a static busybox as the test image's
+	# userland; not the charliecloud metapackage, whose builders pull in
+	# docker.io and buildah
+	charliecloud-runtime squashfuse fuse3 squashfs-tools busybox-static
 	# storm-web, and its tests' browser
 	python3-aiohttp python3-prometheus-client chromium chromium-driver python3-selenium
 )
@@ -54,6 +59,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	log "installing: ${missing[*]}"
 	apt-get update -q >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+# ch-run mounts a SquashFS image as the user itself, through /dev/fuse:
+# udev's default rule makes the device 0666, but a host without udev keeps
+# the kernel's 0600 and only root could run an image
+if [ -c /dev/fuse ] && [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+	log "making /dev/fuse usable by every user (mode 0666, as udev does)"
+	chmod 0666 /dev/fuse
 fi
 
 if [ "$slurm" = 24.11 ]; then
