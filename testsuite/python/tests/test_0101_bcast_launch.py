@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import storm_bcast_site
 import storm_hostlock
 from storm_jobs import jobs_cancelled, submitted
 from storm_wait import poll
@@ -331,9 +332,7 @@ def test_larger_than_a_nodes_ram_disk(cluster):
     assert "node2" in r.stderr and "No space left on device" in r.stderr, r.stderr
     assert not os.path.exists(marker)
     for n in ("node1", "node2"):
-        d = os.path.join(cluster.node_local(n), "storm")
-        left = [os.path.join(j, f) for j in job_dirs(cluster, n)
-                for f in os.listdir(os.path.join(d, j))]
+        left = storm_bcast_site.kept(cluster, n)
         assert not left, "%s keeps %s" % (n, left)
 
 

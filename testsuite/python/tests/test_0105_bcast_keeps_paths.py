@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import storm_bcast_site
 from storm_wait import poll
 
 NODES = 4
@@ -170,24 +171,12 @@ def progs(cluster):
 @pytest.fixture(scope="module")
 def site_conf(cluster):
     """The cluster's storm.conf with BcastExecutable=yes, for srun."""
-    conf = cluster.path("etc", "storm.conf")
-    alt = cluster.path("etc", "storm-keeps.conf")
-    with open(conf) as f, open(alt, "w") as g:
-        g.write(f.read() + "BcastExecutable=yes\n")
-    return alt
+    return storm_bcast_site.site_conf(cluster, "storm-keeps.conf", "BcastExecutable=yes\n")
 
 
 def srun(cluster, argv, storm, site_conf, extra=(), check=True, **envkw):
-    e = dict(cluster.env, **envkw)
-    if storm:
-        e["STORM_CONF"] = site_conf
-        e.pop("SLURM_STORM_BCAST", None)
-    else:
-        e["SLURM_STORM_BCAST"] = "no"
-    nodes = ",".join(cluster.node_names()[:NODES])
-    r = cluster.run(["srun", "-N%d" % NODES, "--ntasks-per-node=1", "-w", nodes] +
-                    list(extra) + argv, env=e, timeout=180, check=check)
-    return r
+    return storm_bcast_site.srun(cluster, argv, storm, site_conf, NODES, extra, check,
+                                 **envkw)
 
 
 def sources(stderr, tag):

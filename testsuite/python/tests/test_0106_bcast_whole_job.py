@@ -18,6 +18,8 @@ import subprocess
 
 import pytest
 
+import storm_bcast_site
+
 NODES = 4
 
 # The program: its library's greeting, and for each library it loaded
@@ -138,23 +140,13 @@ def progs(cluster):
 @pytest.fixture(scope="module")
 def site_conf(cluster):
     """storm.conf for srun with BcastExecutable=yes and BcastLibraries=yes."""
-    conf = cluster.path("etc", "storm.conf")
-    alt = cluster.path("etc", "storm-wholejob.conf")
-    with open(conf) as f, open(alt, "w") as g:
-        g.write(f.read() + "BcastExecutable=yes\nBcastLibraries=yes\n")
-    return alt
+    return storm_bcast_site.site_conf(cluster, "storm-wholejob.conf",
+                                      "BcastExecutable=yes\nBcastLibraries=yes\n")
 
 
 def srun(cluster, argv, storm, site_conf, extra=(), check=True, nodes=NODES, **envkw):
-    e = dict(cluster.env, **envkw)
-    if storm:
-        e["STORM_CONF"] = site_conf
-        e.pop("SLURM_STORM_BCAST", None)
-    else:
-        e["SLURM_STORM_BCAST"] = "no"
-    on = ",".join(cluster.node_names()[:nodes])
-    return cluster.run(["srun", "-N%d" % nodes, "--ntasks-per-node=1", "-w", on] +
-                       list(extra) + argv, env=e, timeout=180, check=check)
+    return storm_bcast_site.srun(cluster, argv, storm, site_conf, nodes, extra, check,
+                                 **envkw)
 
 
 def tagged(stderr, tag):
@@ -247,7 +239,6 @@ def test_named_files_with_bcast(cluster, progs, site_conf):
 
 
 def test_missing_named_file_stops_srun(cluster, progs, site_conf):
-    reader = os.path.join(progs, "reader.sh")
     missing = os.path.join(progs, "no-such-input")
     marker = os.path.join(progs, "ran")
     r = srun(cluster, ["sh", "-c", "touch " + marker], True, site_conf, check=False,
@@ -256,7 +247,6 @@ def test_missing_named_file_stops_srun(cluster, progs, site_conf):
     assert "SLURM_STORM_FILES" in r.stderr and missing in r.stderr, r.stderr
     assert "No such file or directory" in r.stderr, r.stderr
     assert not os.path.exists(marker)
-    del reader
 
 
 def test_node_without_room_for_the_files(cluster, progs, site_conf):
@@ -280,10 +270,6 @@ def test_node_without_room_for_the_files(cluster, progs, site_conf):
     assert "node2" in r.stderr and "No space left on device" in r.stderr, r.stderr
     assert not os.path.exists(marker)
     for n in ("node1", "node2"):
-        d = os.path.join(cluster.node_local(n), "storm")
-        if not os.path.isdir(d):
-            continue
-        left = [os.path.join(j, f) for j in os.listdir(d) if j.startswith("job_")
-                for f in os.listdir(os.path.join(d, j))
-                if "tree" in f or f.startswith(".storm-")]
+        left = storm_bcast_site.kept(cluster, n,
+                                     lambda f: "tree" in f or f.startswith(".storm-"))
         assert not left, "%s keeps %s" % (n, left)

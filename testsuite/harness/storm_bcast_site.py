@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the broadcast tests share: a site's storm.conf for srun (the
+cluster's plus a few lines, as a site turning broadcast on for everyone
+would write it), srun run both ways (STORM with that site file, or stock
+with SLURM_STORM_BCAST=no), and what a node's BcastDir keeps."""
+import os
+
+
+def site_conf(cluster, name, lines):
+    """The cluster's storm.conf plus `lines`, as etc/<name>, for srun
+    (STORM_CONF); its path."""
+    conf = cluster.path("etc", "storm.conf")
+    alt = cluster.path("etc", name)
+    with open(conf) as f, open(alt, "w") as g:
+        g.write(f.read() + lines)
+    return alt
+
+
+def srun(cluster, argv, storm, conf, nodes, extra=(), check=True, **envkw):
+    """srun on the cluster's first `nodes` nodes, one task each: with the
+    site file `conf` (storm) or stock (SLURM_STORM_BCAST=no)."""
+    e = dict(cluster.env, **envkw)
+    if storm:
+        e["STORM_CONF"] = conf
+        e.pop("SLURM_STORM_BCAST", None)
+    else:
+        e["SLURM_STORM_BCAST"] = "no"
+    on = ",".join(cluster.node_names()[:nodes])
+    return cluster.run(["srun", "-N%d" % nodes, "--ntasks-per-node=1", "-w", on] +
+                       list(extra) + argv, env=e, timeout=180, check=check)
+
+
+def kept(cluster, node, keep=lambda name: True):
+    """What the node's job directories hold (job_<id>/<name> for each name
+    `keep` accepts)."""
+    d = os.path.join(cluster.node_local(node), "storm")
+    if not os.path.isdir(d):
+        return []
+    return [os.path.join(j, f) for j in sorted(os.listdir(d)) if j.startswith("job_")
+            for f in os.listdir(os.path.join(d, j)) if keep(f)]
