@@ -3,7 +3,9 @@
 cluster's plus a few lines, as a site turning broadcast on for everyone
 would write it), srun run both ways (STORM with that site file, or stock
 with SLURM_STORM_BCAST=no), and what a node's BcastDir keeps."""
+import contextlib
 import os
+import subprocess
 
 
 def site_conf(cluster, name, lines):
@@ -38,3 +40,24 @@ def kept(cluster, node, keep=lambda name: True):
         return []
     return [os.path.join(j, f) for j in sorted(os.listdir(d)) if j.startswith("job_")
             for f in os.listdir(os.path.join(d, j)) if keep(f)]
+
+
+def cc(out, src_text, *args):
+    """Compile src_text (C) into the program out, mode 0755."""
+    src = out + ".c"
+    with open(src, "w") as f:
+        f.write(src_text)
+    subprocess.run(["cc", "-O1", "-o", out, src] + list(args), check=True)
+    os.chmod(out, 0o755)
+
+
+@contextlib.contextmanager
+def small_ram_disk(cluster, node, mb):
+    """node's RAM disk (its BcastDir) at mb MiB for the block, idle nodes
+    first; its usual size after."""
+    cluster.wait_idle()
+    cluster.resize_local(node, mb)
+    try:
+        yield
+    finally:
+        cluster.resize_local(node, cluster.local_mb)

@@ -321,13 +321,9 @@ def test_larger_than_a_nodes_ram_disk(cluster):
         body = f.read().replace("exit 0\n", "touch %s; exit 0\n" % marker, 1)
         f.seek(0)
         f.write(body)
-    cluster.wait_idle()
-    cluster.resize_local("node2", 4)
-    try:
+    with storm_bcast_site.small_ram_disk(cluster, "node2", 4):
         r = cluster.run(["srun", "-N2", "-w", "node[1-2]", script], check=False,
                         env=env(cluster, **BCAST), timeout=120)
-    finally:
-        cluster.resize_local("node2", cluster.local_mb)
     assert r.returncode != 0
     assert "node2" in r.stderr and "No space left on device" in r.stderr, r.stderr
     assert not os.path.exists(marker)

@@ -117,12 +117,7 @@ PY_WHERE = (
     "print('prefix', sys.prefix, 'executable', sys.executable)\n")
 
 
-def cc(out, src_text, *args):
-    src = out + ".c"
-    with open(src, "w") as f:
-        f.write(src_text)
-    subprocess.run(["cc", "-O1", "-o", out, src] + list(args), check=True)
-    os.chmod(out, 0o755)
+cc = storm_bcast_site.cc
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ files a user names, in one bundle each node extracts all or nothing.
   node without room names itself, no task runs, nothing is left."""
 import os
 import shutil
-import subprocess
 
 import pytest
 
@@ -90,12 +89,7 @@ fi
 """
 
 
-def cc(out, src_text, *args):
-    src = out + ".c"
-    with open(src, "w") as f:
-        f.write(src_text)
-    subprocess.run(["cc", "-O1", "-o", out, src] + list(args), check=True)
-    os.chmod(out, 0o755)
+cc = storm_bcast_site.cc
 
 
 @pytest.fixture(scope="module")
@@ -259,13 +253,9 @@ def test_node_without_room_for_the_files(cluster, progs, site_conf):
         with open(os.path.join(big, "part%d" % i), "wb") as f:
             f.write(os.urandom(2 * 1024 * 1024))
     marker = os.path.join(progs, "big.ran")
-    cluster.wait_idle()
-    cluster.resize_local("node2", 4)
-    try:
+    with storm_bcast_site.small_ram_disk(cluster, "node2", 4):
         r = srun(cluster, ["sh", "-c", "touch " + marker], True, site_conf, check=False,
                  nodes=2, SLURM_STORM_FILES=big)
-    finally:
-        cluster.resize_local("node2", cluster.local_mb)
     assert r.returncode != 0
     assert "node2" in r.stderr and "No space left on device" in r.stderr, r.stderr
     assert not os.path.exists(marker)
