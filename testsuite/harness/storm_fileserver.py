@@ -137,8 +137,11 @@ class FileServer:
     def node_setup(self, node):
         """The shell commands mounting the export on a node (Cluster's
         node_setup): read-only, every user may read (the tasks of a user
-        job), sshfs's directory cache off."""
-        return ("sshfs -F %s -o ro,allow_other,dir_cache=no,reconnect %s:%s %s"
+        job), sshfs's directory cache off, symbolic links passed on as the
+        server has them, as NFS does (Debian's sshfs refuses absolute ones
+        by default, and a venv's bin/python is one)."""
+        return ("sshfs -F %s -o ro,allow_other,dir_cache=no,no_contain_symlinks,reconnect "
+                "%s:%s %s"
                 % (self.path("ssh_config"), self.host, self.export, self.export))
 
     # -- figures -------------------------------------------------------
