@@ -18,9 +18,9 @@ be every node's at once, reached over no link.  So:
 
 A task reads through FUSE, which without kernel_cache drops a file's cached
 pages whenever it is opened again: each launch reads a file's contents from
-the server again, as a node that has not read it before would.  Names and
-attributes are cached for a second (FUSE's default timeouts; sshfs's own
-directory cache off).
+the server again, as a node that has not read it before would (the bytes
+each launch is served show it).  Names and attributes are kept for FUSE's
+default timeouts; sshfs's own directory cache is off.
 """
 
 import contextlib
