@@ -48,6 +48,12 @@ packages=(
 	# userland; not the charliecloud metapackage, whose builders pull in
 	# docker.io and buildah
 	charliecloud-runtime squashfuse fuse3 squashfs-tools busybox-static
+	# the whole-job benchmark's file server: sshd in a namespace of its
+	# own, each node mounting it with sshfs
+	sshfs openssh-server
+	# ... and its workloads: a program linked with Open MPI (above),
+	# OpenBLAS and ICU, and Python with numpy and scipy
+	libopenblas0-pthread libicu-dev python3-numpy python3-scipy
 	# storm-web, and its tests' browser
 	python3-aiohttp python3-prometheus-client chromium chromium-driver python3-selenium
 )

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What every benchmark under testsuite/bench shares: output, run metadata
 (the Slurm version the clusters ran), JSON files, the matplotlib skeleton,
-CPU sampling, the interval of a mean, the built benchmark programs and the
-stopping of clusters on a signal.
+CPU sampling, the interval of a mean and a cell's median, srun's STORM
+timing lines, the built benchmark programs and the stopping of clusters on
+a signal.
 
 A script in a subdirectory imports it with
 
@@ -300,6 +301,33 @@ def mean_interval(values, conf=0.95, resamples=20000, seed=1):
         return means[min(resamples - 1, max(0, int(p * resamples)))]
     tail = (1 - conf) / 2
     return mean, se, (q(tail), q(1 - tail)), q(conf)
+
+
+def median_stat(xs, nd=2):
+    """{"median", "min", "n"} of a cell's values, those that are None left
+    out (None for none)."""
+    xs = [x for x in xs if x is not None]
+    return {"median": round(statistics.median(xs), nd), "min": round(min(xs), nd),
+            "n": len(xs)} if xs else None
+
+
+# ------------------------------------------------- STORM's timing lines
+
+def storm_timing(stderr):
+    """Every `storm-bcast: ... transfer_ms=...` line srun printed
+    (SLURM_STORM_BCAST_TIMING=1; one per broadcast of the step, the
+    executable's and its libraries' and named files' bundle), each as
+    {key: value}, numbers as floats, in order."""
+    out = []
+    for line in re.findall(r"^storm-bcast: (.*transfer_ms=.*)$", stderr, re.M):
+        parts = {}
+        for k, v in re.findall(r"(\w+)=(\S+)", line):
+            try:
+                parts[k] = float(v)
+            except ValueError:
+                parts[k] = v
+        out.append(parts)
+    return out
 
 
 # ------------------------------------------------- built bench programs

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Unit tests of benchlib's and the harness's pure parts (no cluster): the
 result file names per Slurm version, the slurm.conf lines a cluster's
-extra_conf replaces and the interval of a mean.  python3 -m pytest testsuite/bench/test_benchlib.py"""
+extra_conf replaces, the interval of a mean, a cell's median, srun's STORM
+timing lines and the netns network's extra hosts.  python3 -m pytest testsuite/bench/test_benchlib.py"""
 import os
 import sys
 
@@ -95,3 +96,29 @@ def test_mean_interval_of_constant_values_is_a_point():
 
 def test_mean_interval_of_one_value_has_no_interval():
     assert bl.mean_interval([2.0]) == (2.0, None, (None, None), None)
+
+
+def test_median_stat_leaves_out_none():
+    assert bl.median_stat([3.0, None, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "n": 3}
+    assert bl.median_stat([None]) is None
+
+
+def test_storm_timing_reads_every_line():
+    err = ("srun: job 3 queued\n"
+           "storm-bcast: file=/usr/bin/ch-run bytes=52176 nodes=4 relay=node1 "
+           "check_ms=3.8 transfer_ms=8.780\n"
+           "storm-bcast: file=/proc/self/fd/7 bytes=269484199 nodes=4 transfer_ms=24469.967\n")
+    lines = bl.storm_timing(err)
+    assert [p["file"] for p in lines] == ["/usr/bin/ch-run", "/proc/self/fd/7"]
+    assert lines[0]["relay"] == "node1" and lines[0]["check_ms"] == 3.8
+    assert lines[1]["bytes"] == 269484199.0
+    assert bl.storm_timing("nothing") == []
+
+
+def test_netns_extra_host_has_its_own_link():
+    import storm_netns
+    net = storm_netns.Network("/x/cluster", ["node1", "node2"], 100, {"fs": 400})
+    assert net.hosts() == ["head", "node1", "node2", "fs"]
+    assert net.rate("fs") == 400 and net.rate("node2") == 100
+    names = {net._host_veth(h) for h in net.hosts()}
+    assert len(names) == 4 and all(len(n) <= 15 for n in names)

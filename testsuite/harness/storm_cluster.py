@@ -247,6 +247,16 @@ class Cluster:
     node_env: {node name: {VAR: value}} added to that node's slurmd
     environment, which its node manager inherits (the test-only
     STORM_NM_TEST_CLOCK_OFFSET_US, storm-nm(8)).
+    extra_hosts: netns only, {name: Mbit/s} hosts beside the nodes on the
+    cluster network (a file server), each in a namespace of its own with a
+    link of that rate (storm_netns.Network's extra); run things there with
+    wrap(argv, host=name) or spawn().
+    before_nodes: a callable(cluster) run once the controller answers and
+    before any slurmd starts (to start a file server's daemon).
+    node_setup: a callable(node) returning shell commands run in the node's
+    own mount and network namespace before its slurmd starts (a network
+    file system mounted there is seen by the node's jobs only); they must
+    succeed or the slurmd does not start.
     """
 
     # netns mode: the same ports on every node, as on a real cluster
@@ -258,13 +268,14 @@ class Cluster:
                  cpus=2, real_memory=1000, proctrack="cgroup", name=None,
                  expect_nm=True, node_mem_mb=None, select_params="CR_Core_Memory",
                  local_mb=1024, local_huge=True, network="loopback",
-                 link_mbit=None, node_env=None):
+                 link_mbit=None, node_env=None, extra_hosts=None, before_nodes=None,
+                 node_setup=None):
         if not 1 <= nodes <= 32:
             raise ValueError("nodes must be 1..32")
         if network not in ("loopback", "netns"):
             raise ValueError("network must be loopback or netns")
-        if link_mbit is not None and network != "netns":
-            raise ValueError("link_mbit needs network='netns'")
+        if (link_mbit is not None or extra_hosts) and network != "netns":
+            raise ValueError("link_mbit and extra_hosts need network='netns'")
         self.dir = os.path.abspath(workdir)
         self.nodes = nodes
         self.storm = storm
@@ -296,7 +307,9 @@ class Cluster:
         self.port_lock = None    # fd holding port_base's range (hold_port_base)
         self.env = None
         self.node_env = dict(node_env or {})
-        self.net = (Network(self.dir, self.node_names(), link_mbit)
+        self.before_nodes = before_nodes
+        self.node_setup = node_setup
+        self.net = (Network(self.dir, self.node_names(), link_mbit, extra_hosts)
                     if network == "netns" else None)
 
     # -- paths ---------------------------------------------------------
@@ -534,6 +547,12 @@ class Cluster:
         """S/R on this cluster's links, or None (not shaped)."""
         return self.net.wire_ms(nbytes) if self.net else None
 
+    def spawn(self, name, argv, host=HEAD, env=None):
+        """Start a long-running process of this cluster on a host (in its
+        network namespace): stopped with the cluster, its output in
+        log/NAME.stderr."""
+        return self._spawn(name, argv, host, env)
+
     def _spawn(self, name, argv, host=HEAD, env=None):
         out = open(self.path("log", name + ".stderr"), "ab")
         p = subprocess.Popen(self.wrap(argv, host), stdout=out, stderr=subprocess.STDOUT,
@@ -553,6 +572,8 @@ class Cluster:
             self.net.create()
         self.write_config()
         self.start_ctld()
+        if self.before_nodes:
+            self.before_nodes(self)
         for node in self.node_names():
             self.start_slurmd(node)
         if wait:
@@ -620,10 +641,11 @@ class Cluster:
             script = "echo $$ > %s/cgroup.procs && " % mem
         script += ("mount --make-rprivate / && mount --bind %s %s && "
                   "mount --bind %s /sys/fs/cgroup/freezer && "
-                  "mount --bind %s /sys/fs/cgroup/cpu && "
-                  "exec slurmd -D -f %s -N %s" % (
-                      self.node_local(node), self.path("local"), freezer,
-                      cpu, self.conf, node))
+                  "mount --bind %s /sys/fs/cgroup/cpu && " % (
+                      self.node_local(node), self.path("local"), freezer, cpu))
+        if self.node_setup:
+            script += "{ %s\n} && " % self.node_setup(node)
+        script += "exec slurmd -D -f %s -N %s" % (self.conf, node)
         p = self._spawn("slurmd-" + node, ["unshare", "-m", "sh", "-c", script],
                         host=node, env=dict(self.env, **self.node_env.get(node, {})))
         # Up to 30 s: on a loaded host unshare may take long to switch, and

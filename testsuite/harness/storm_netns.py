@@ -67,12 +67,19 @@ class Network:
     """The switch and the links of one cluster.
 
     nodes: the node names; link_mbit: each link's rate in both directions
-    (None: not shaped).  Addresses: nodes .1.. in order, the head .254."""
+    (None: not shaped).  extra: {name: Mbit/s} further hosts on the same
+    switch that are neither nodes nor the head (a file server), each with a
+    link of its own rate (None: not shaped).  Addresses: nodes .1.. in
+    order, the head .254, the extra hosts .253 down in the order given."""
 
-    def __init__(self, seed, nodes, link_mbit=None):
+    def __init__(self, seed, nodes, link_mbit=None, extra=None):
         self.tag = hashlib.sha1(seed.encode()).hexdigest()[:6]
         self.nodes = list(nodes)
         self.link_mbit = link_mbit
+        self.extra = dict(extra or {})
+        if len(self.nodes) + len(self.extra) > 250 or HEAD in self.extra or \
+                set(self.extra) & set(self.nodes):
+            raise NetnsError("extra hosts must be few and named apart from the nodes")
         self.bridge = "stb" + self.tag
         self.subnet = None
         self.addrs = {}
@@ -86,11 +93,18 @@ class Network:
 
     def _host_veth(self, host):
         # interface names are at most 15 characters
-        return "stv%s%s" % (self.tag, "h" if host == HEAD else
-                            "n%d" % (self.nodes.index(host) + 1))
+        if host == HEAD:
+            return "stv%sh" % self.tag
+        if host in self.extra:
+            return "stv%sx%d" % (self.tag, list(self.extra).index(host) + 1)
+        return "stv%sn%d" % (self.tag, self.nodes.index(host) + 1)
 
     def hosts(self):
-        return [HEAD] + self.nodes
+        return [HEAD] + self.nodes + list(self.extra)
+
+    def rate(self, host):
+        """A host's link rate in Mbit/s (None: not shaped)."""
+        return self.extra[host] if host in self.extra else self.link_mbit
 
     def wrap(self, host, argv):
         """argv run inside a host's network namespace."""
@@ -119,6 +133,8 @@ class Network:
             hosts = list(self.subnet.hosts())
             self.addrs = {n: str(hosts[i]) for i, n in enumerate(self.nodes)}
             self.addrs[HEAD] = str(hosts[253])
+            for i, x in enumerate(self.extra):
+                self.addrs[x] = str(hosts[252 - i])
             try:
                 _ip("link", "add", self.bridge, "type", "bridge")
                 # no STP delay: a port forwards as soon as it is up
@@ -140,14 +156,15 @@ class Network:
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "addr", "add", "%s/24" % self.addrs[host], "dev", "eth0")
         _ip("-n", ns, "link", "set", "eth0", "up")
-        if self.link_mbit:
+        rate = self.rate(host)
+        if rate:
             # both ends: the host end's egress is what the node receives
-            self._tbf([], veth)
-            self._tbf(["-n", ns], "eth0")
+            self._tbf([], veth, rate)
+            self._tbf(["-n", ns], "eth0", rate)
 
-    def _tbf(self, nsargs, dev):
+    def _tbf(self, nsargs, dev, rate):
         r = subprocess.run(["tc"] + nsargs + ["qdisc", "replace", "dev", dev, "root",
-                                               "tbf", "rate", "%dmbit" % self.link_mbit,
+                                               "tbf", "rate", "%dmbit" % rate,
                                                "burst", TBF_BURST, "latency", TBF_LATENCY],
                            capture_output=True, text=True)
         if r.returncode:
@@ -175,6 +192,17 @@ class Network:
         if not self.link_mbit:
             return None
         return nbytes * 8 / (self.link_mbit * 1e6) * 1000.0
+
+    def link_bytes(self, host):
+        """(received, sent) bytes of a host's link so far, counted at the
+        switch's end of its veth (what the switch sent it, what it sent
+        the switch)."""
+        base = "/sys/class/net/%s/statistics/" % self._host_veth(host)
+        with open(base + "tx_bytes") as f:
+            rx = int(f.read())
+        with open(base + "rx_bytes") as f:
+            tx = int(f.read())
+        return rx, tx
 
     def created(self):
         """What of this network exists now (for tests of teardown)."""
