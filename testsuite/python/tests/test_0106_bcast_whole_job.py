@@ -263,3 +263,14 @@ def test_node_without_room_for_the_files(cluster, progs, site_conf):
         left = storm_bcast_site.kept(cluster, n,
                                      lambda f: "tree" in f or f.startswith(".storm-"))
         assert not left, "%s keeps %s" % (n, left)
+
+
+@pytest.mark.parametrize("libs", ["no", "yes"])
+def test_stdin_still_reaches_the_task(cluster, progs, site_conf, libs):
+    """srun's own descriptors are left alone whether or not anything
+    travels with the program: its stdin still reaches the tasks."""
+    e = dict(cluster.env, STORM_CONF=site_conf, SLURM_STORM_BCAST_LIBS=libs)
+    e.pop("SLURM_STORM_BCAST", None)
+    r = cluster.run(["srun", "-N2", "--ntasks-per-node=1", "cat"], env=e,
+                    input="through srun's stdin\n", timeout=180)
+    assert r.stdout.splitlines() == ["through srun's stdin"] * 2, r.stdout + r.stderr
