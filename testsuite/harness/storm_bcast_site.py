@@ -53,10 +53,14 @@ def cc(out, src_text, *args):
 
 @contextlib.contextmanager
 def small_ram_disk(cluster, node, mb):
-    """node's RAM disk (its BcastDir) at mb MiB for the block, idle nodes
-    first; its usual size after."""
+    """node's RAM disk (its BcastDir) with mb MiB free for the block, idle
+    nodes first; its usual size after.  The size counts what the disk
+    already holds (an earlier job's directory the epilog has not removed
+    yet): a tmpfs refuses a size below its use."""
     cluster.wait_idle()
-    cluster.resize_local(node, mb)
+    st = os.statvfs(cluster.node_local(node))
+    used_mb = -(-(st.f_blocks - st.f_bfree) * st.f_frsize // (1024 * 1024))
+    cluster.resize_local(node, used_mb + mb)
     try:
         yield
     finally:
