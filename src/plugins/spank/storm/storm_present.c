@@ -79,30 +79,39 @@ static int _open_as_user(spank_t sp, const char *path)
 	return open(path, O_PATH | O_CLOEXEC);
 }
 
+/* Whether this task has entered a mount namespace of its own. */
+typedef enum { NS_NONE, NS_PRIVATE, NS_FAILED } ns_state_t;
+
 /* This task's own mount namespace, every mount in it private so that
- * nothing reaches the node's mount table; entered once.  0, or -1 with
- * err. */
-static int _own_namespace(bool *entered, char *err, size_t len)
+ * nothing reaches the node's mount table; entered once.  A namespace that
+ * could not be made private stays refused for every later bind: a mount
+ * there could propagate to the node.  0, or -1 with err. */
+static int _own_namespace(ns_state_t *ns, char *err, size_t len)
 {
-	if (*entered)
+	if (*ns == NS_PRIVATE)
 		return 0;
+	if (*ns == NS_FAILED) {
+		snprintf(err, len, "no private mount namespace");
+		return -1;
+	}
+	*ns = NS_FAILED;
 	if (unshare(CLONE_NEWNS)) {
 		snprintf(err, len, "no mount namespace of its own: %s",
 			 strerror(errno));
 		return -1;
 	}
-	*entered = true;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		snprintf(err, len, "cannot make its mounts private: %s",
 			 strerror(errno));
 		return -1;
 	}
+	*ns = NS_PRIVATE;
 	return 0;
 }
 
 /* The copy bound read-only over orig (a file or a directory) in the
  * task's namespace; 0, or -1 with err. */
-static int _bind(spank_t sp, bool *ns, const char *copy, const char *orig,
+static int _bind(spank_t sp, ns_state_t *ns, const char *copy, const char *orig,
 		 char *err, size_t len)
 {
 	unsigned long ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
@@ -182,7 +191,7 @@ static void _note(spank_t sp, const char *orig, const char *what,
 
 /* The executable: its copy over orig, or (not on the node) run from the
  * copy's own path. */
-static void _present_exec(spank_t sp, bool *ns, const char *copy,
+static void _present_exec(spank_t sp, ns_state_t *ns, const char *copy,
 			  const char *orig)
 {
 	char err[256];
@@ -204,7 +213,7 @@ static void _present_exec(spank_t sp, bool *ns, const char *copy,
 /* The bundle's copies (tree/<path>) over each of the ':'-separated paths
  * in binds that this node has; a path it lacks stays absent, as it would
  * be without STORM. */
-static void _present_tree(spank_t sp, bool *ns, const char *tree,
+static void _present_tree(spank_t sp, ns_state_t *ns, const char *tree,
 			  char *binds)
 {
 	char *save = NULL, *orig, copy[8192], err[256];
@@ -230,7 +239,8 @@ static void _present_tree(spank_t sp, bool *ns, const char *tree,
 extern int storm_stepd_task_privileged(spank_t sp, int ac, char **av)
 {
 	char orig[4096], copy[4096], tree[4096], *binds = NULL;
-	bool has_orig, has_tree, ns = false;
+	bool has_orig, has_tree;
+	ns_state_t ns = NS_NONE;
 	size_t blen = 256 * 1024;
 
 	has_orig = spank_getenv(sp, STORM_BCAST_ORIG_ENV, orig,
