@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +49,15 @@ static bool _under(const char *path, const char *list)
 	return false;
 }
 
-static void _note(storm_tree_t *t, const char *fmt, const char *a,
-		  const char *b)
+__attribute__((format(printf, 2, 3)))
+static void _note(storm_tree_t *t, const char *fmt, ...)
 {
 	size_t l = strlen(t->note);
+	va_list ap;
 
-	snprintf(t->note + l, sizeof(t->note) - l, fmt, a, b);
+	va_start(ap, fmt);
+	vsnprintf(t->note + l, sizeof(t->note) - l, fmt, ap);
+	va_end(ap);
 }
 
 /* The named files, by their real paths, mirror layout; 0 or -1. */
@@ -145,7 +149,7 @@ static void _add_libs(storm_tree_t *t, storm_bundle_t *b, const char *exe,
 			continue;
 		}
 		if (!t->slurm_libs && _list_add(&t->binds, lib)) {
-			_note(t, "%s%s is not sent (out of memory); ", "", lib);
+			_note(t, "%s is not sent (out of memory); ", lib);
 			continue;
 		}
 		t->libs++;
@@ -158,12 +162,13 @@ static int _write(storm_tree_t *t, storm_bundle_t *b, char *err,
 		  size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
+	bool own = tmp && tmp[0] == '/';
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/storm-bundle-XXXXXX",
-		 tmp && tmp[0] == '/' ? tmp : "/tmp");
+		 own ? tmp : "/tmp");
 	t->fd = mkostemp(path, O_CLOEXEC);
-	if (t->fd < 0 && strcmp(path, "/tmp")) {
+	if (t->fd < 0 && own) {	/* the user's TMPDIR refused: /tmp */
 		snprintf(path, sizeof(path), "/tmp/storm-bundle-XXXXXX");
 		t->fd = mkostemp(path, O_CLOEXEC);
 	}
@@ -223,14 +228,8 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 	rc = 1;
 out:
 	storm_bundle_free(b);
-	if (rc != 1) {
-		/* the note stays for the caller */
-		char note[sizeof(t->note)];
-
-		memcpy(note, t->note, sizeof(note));
+	if (rc != 1)
 		storm_tree_free(t);
-		memcpy(t->note, note, sizeof(note));
-	}
 	return rc;
 }
 
@@ -239,6 +238,9 @@ extern void storm_tree_free(storm_tree_t *t)
 	if (t->fd >= 0)
 		close(t->fd);
 	free(t->binds);
-	memset(t, 0, sizeof(*t));
 	t->fd = -1;
+	t->path[0] = '\0';
+	t->size = 0;
+	t->binds = NULL;
+	t->libs = t->files = 0;
 }

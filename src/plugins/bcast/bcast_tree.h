@@ -53,7 +53,7 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    const char *files, uint64_t max_bytes,
 			    char *err, size_t errlen);
 
-/* Close and free what storm_tree_build made. */
+/* Close and free what storm_tree_build made; the note stays. */
 extern void storm_tree_free(storm_tree_t *t);
 
 #endif
