@@ -303,6 +303,20 @@ def mean_interval(values, conf=0.95, resamples=20000, seed=1):
     return mean, se, (q(tail), q(1 - tail)), q(conf)
 
 
+def slope(points):
+    """Least-squares slope of [(x, y)], or None for fewer than two points
+    or a single x."""
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    if not sxx:
+        return None
+    return sum((p[0] - mx) * (p[1] - my) for p in points) / sxx
+
+
 def median_stat(xs, nd=2):
     """{"median", "min", "n"} of a cell's values, those that are None left
     out (None for none)."""

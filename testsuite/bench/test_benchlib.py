@@ -103,6 +103,16 @@ def test_median_stat_leaves_out_none():
     assert bl.median_stat([None]) is None
 
 
+def test_slope_of_a_line_and_of_noise_around_a_flat_level():
+    assert bl.slope([(0, 5), (1, 7), (2, 9)]) == 2
+    assert abs(bl.slope([(t, 100 + (1 if t % 2 else -1)) for t in range(100)])) < 0.001
+
+
+def test_slope_needs_two_distinct_points():
+    assert bl.slope([(1, 5)]) is None
+    assert bl.slope([(1, 5), (1, 6)]) is None
+
+
 def test_storm_timing_reads_every_line():
     err = ("srun: job 3 queued\n"
            "storm-bcast: file=/usr/bin/ch-run bytes=52176 nodes=4 relay=node1 "
