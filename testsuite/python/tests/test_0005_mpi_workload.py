@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-OMPI_ONE_HOST = {"OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo",
-                 "OMPI_MCA_mpi_yield_when_idle": "1"}
+from storm_mpi import open_mpi_env
 
 
 def workload(cluster):
@@ -23,7 +22,7 @@ def test_alltoall_across_four_nodes(cluster):
     r = cluster.run(["srun", "--mpi=pmix", "-N", "4", "--ntasks-per-node=1",
                      workload(cluster), "--array-mb", "4", "--iters", "20000",
                      "--exchange-every", "500", "--label", "t5"],
-                    env=dict(cluster.env, **OMPI_ONE_HOST))
+                    env=dict(cluster.env, **open_mpi_env("lo")))
     rec = json.loads([l for l in r.stdout.splitlines() if l.startswith("{")][0])
     assert rec["label"] == "t5"
     assert rec["ranks"] == 4

@@ -17,6 +17,7 @@ import pytest
 
 import storm_bcast_site
 import storm_hostlock
+from storm_mpi import open_mpi_env
 from storm_jobs import jobs_cancelled, submitted
 from storm_wait import poll
 
@@ -519,9 +520,7 @@ def test_mpi_pmix_under_storm_launch(cluster):
     with open(src, "w") as f:
         f.write(MPI_SRC)
     subprocess.run(["mpicc", "-O1", "-o", exe, src], check=True)
-    e = env(cluster, OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo",
-            OMPI_MCA_oob_tcp_if_include="lo", OMPI_MCA_mpi_yield_when_idle="1",
-            OMPI_MCA_pml="ob1", **BCAST)
+    e = env(cluster, **open_mpi_env("lo"), **BCAST)
     # a rank that dies ends the step at once, rather than the others
     # waiting out the timeout
     r = cluster.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1",

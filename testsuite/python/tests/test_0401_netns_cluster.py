@@ -12,6 +12,7 @@ import pytest
 
 import storm_gang as g
 from storm_cluster import Cluster
+from storm_mpi import open_mpi_env
 from test_0101_bcast_launch import (MPI_SRC, checksum_script, run_bcast,
                                     share_dir, wait_no_files)
 NODES = 8
@@ -92,10 +93,8 @@ def test_open_mpi_over_pmix_across_node_addresses(net8):
     with open(src, "w") as f:
         f.write(MPI_SRC)
     subprocess.run(["mpicc", "-O1", "-o", exe, src], check=True)
-    subnet = str(c.net.subnet)
-    e = dict(c.env, OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include=subnet,
-             OMPI_MCA_oob_tcp_if_include=subnet, OMPI_MCA_mpi_yield_when_idle="1",
-             OMPI_MCA_pml="ob1", SLURM_STORM_BCAST="yes")
+    # each node's own link is eth0 inside its namespace
+    e = dict(c.env, **open_mpi_env("eth0"), SLURM_STORM_BCAST="yes")
     r = c.run(["srun", "--mpi=pmix", "-N4", "--ntasks-per-node=1",
                "--kill-on-bad-exit=1", exe], env=e, timeout=240, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
