@@ -237,9 +237,11 @@ static int _run_all(storm_handover_t *h, char **remote)
 	char *tremote = NULL;
 	int rc = storm_bcast_run(&h->req, remote, h->err, sizeof(h->err));
 
+	h->tree_failed = false;
 	if (!rc && h->has_tree) {
 		rc = storm_bcast_run(&h->treq, &tremote, h->err,
 				     sizeof(h->err));
+		h->tree_failed = rc != 0;
 		free(tremote);
 	}
 	return rc;
@@ -342,8 +344,10 @@ extern int storm_handover_env(const storm_handover_t *h,
 extern void storm_handover_say_failure(const storm_handover_t *h,
 				       const char *step)
 {
-	slurm_error("%s: Failed to broadcast '%s' for %s: %s. Step launch aborted.",
-		    h->prefix, h->req.path, step, h->err);
+	slurm_error("%s: Failed to broadcast %s'%s' for %s: %s. Step launch aborted.",
+		    h->prefix, h->tree_failed ?
+		    "the libraries and named files of " : "", h->req.path,
+		    step, h->err);
 }
 
 extern void storm_handover_done(storm_handover_t *h)

@@ -43,6 +43,7 @@ typedef struct storm_handover {
 	char *remote;		/* the path on the nodes, once known */
 	/* what travels with it (bcast_tree.h), when has_tree */
 	bool has_tree;
+	bool tree_failed;	/* the error is the bundle's, not the executable's */
 	storm_tree_t tree;
 	storm_bcast_req_t treq;
 	char tname[256];
