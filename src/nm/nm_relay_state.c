@@ -56,7 +56,7 @@ static int node_state(int rank, int var, uint64_t key)
 	static const int states[] = {
 		STORM_BCAST_READY, STORM_BCAST_DONE, STORM_BCAST_EPERM,
 		STORM_BCAST_ENOSPC, STORM_BCAST_EFBIG, STORM_BCAST_EIO,
-		STORM_BCAST_EBADMSG, STORM_BCAST_ABORTED,
+		STORM_BCAST_EBADMSG, STORM_BCAST_ABORTED, STORM_BCAST_EBADTREE,
 	};
 	storm_set_t one, unr;
 

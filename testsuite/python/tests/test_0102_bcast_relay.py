@@ -68,13 +68,16 @@ def credential(user, payload):
         os.unlink(f.name)
 
 
-def request(cluster, user, job, nodes, data, name="relay_test"):
+def request(cluster, user, job, nodes, data, name="relay_test", tree=False):
+    """A relay request for `data` as srun makes it; tree: a bundle, which
+    each node extracts into a directory `name`."""
     pw = pwd.getpwnam(user)
     key = random.getrandbits(47) | 1
     cred = credential(user, "storm-bcast-1 job=%d step=0 uid=%d gid=%d key=%x size=%d "
-                            "mode=755 hash=%x dir=- name=%s" % (
+                            "mode=%s hash=%x dir=- name=%s%s" % (
                                 job, pw.pw_uid, pw.pw_gid, key, len(data),
-                                bcast_hash(data), name)).encode()
+                                "700" if tree else "755", bcast_hash(data), name,
+                                " kind=tree" if tree else "")).encode()
     return struct.pack("!IIIIQQ", REQ_MAGIC, len(cred), len(nodes), 0, key,
                        len(data)) + cred + nodes.encode() + data
 
@@ -144,6 +147,29 @@ def test_user_cannot_reach_other_jobs_or_nodes(cluster):
             with open(f, "rb") as fh:
                 assert fh.read() == data
             assert os.stat(f).st_uid == pwd.getpwnam("stormtest").pw_uid
+    wait_no_files(cluster)
+
+
+def test_bundle_no_node_can_extract_is_refused_with_the_reason(cluster):
+    """A bundle whose checksum matches but whose contents are malformed:
+    every node refuses it with that reason (the relay names node2's
+    refusal, rather than waiting for node2 until the timeout), and no
+    node keeps a tree or a temporary."""
+    ensure_user("stormtest")
+    # one empty file whose name climbs out of the tree
+    bad = (b"STORMBD1" + struct.pack("<Q", 1) + b"f\0\0\0" +
+           struct.pack("<IIIQ", 0o644, 4, 0, 0) + b"../x")
+    with jobs_cancelled(cluster, timeout=120, idle_timeout=None) as jobs:
+        job = alloc(cluster, "stormtest", "node1,node2")
+        jobs.append(job)
+        ans = ask(cluster, "node1", request(cluster, "stormtest", job, "node[1-2]", bad,
+                                            name="s0_tree", tree=True))
+        assert ans[0] == 1, ans
+        assert "node node2: the files cannot be laid out" in ans[1], ans
+        for n in ("node1", "node2"):
+            d = os.path.join(cluster.node_local(n), "storm", "job_%d" % job)
+            left = os.listdir(d) if os.path.isdir(d) else []
+            assert not [x for x in left if "tree" in x or x.startswith(".storm-d")], (n, left)
     wait_no_files(cluster)
 
 
