@@ -299,7 +299,10 @@ START_TEST(on_arrival)
 	free(big);
 
 	/* a stopped member is reported failed, at the timeout of an
-	 * impatient caller; the others act anyway */
+	 * impatient caller; the others act anyway.  On a loaded host a live
+	 * member may miss that timeout too (the caller's connections are
+	 * new): it is then named as well, and still acts, once, as checked
+	 * below, so the report is only required to name the stopped one. */
 	storm_cfg_t fcfg = cfg;
 	fcfg.timeout_ms = H_FAIL_TIMEOUT_MS;
 	storm_ctx_t *caller = h_caller(&h, &fcfg);
@@ -310,7 +313,6 @@ START_TEST(on_arrival)
 					       sizeof(small), 0, 1,
 					       STORM_XFER_ON_ARRIVAL, &failed),
 			 -EIO);
-	ck_assert_int_eq(storm_set_count(&failed), 1);
 	ck_assert(storm_set_has(&failed, STOPPED));
 	h_kill(&h, STOPPED);
 	for (int r = 0; r < N; r++)
