@@ -308,9 +308,13 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			/* nothing moved for Timeout: the relay or the path to
 			 * it is gone (a cut link), or it stopped reading to
-			 * answer; give its answer Timeout, not the transfer's
-			 * whole allowance */
-			set_timeout(sock, SO_RCVTIMEO, timeout_ms);
+			 * answer.  Give its answer twice Timeout, not the
+			 * transfer's whole allowance: the relay names a node
+			 * that stopped at its own Timeout after the stall, then
+			 * asks each node alone, which on a loaded host takes
+			 * seconds more; with only Timeout srun said "stopped
+			 * answering" instead of naming the node */
+			set_timeout(sock, SO_RCVTIMEO, 2 * timeout_ms);
 		if (n <= 0)
 			break;	/* the relay may have said why: read on */
 	}
