@@ -2,10 +2,14 @@
 """What the broadcast tests share: a site's storm.conf for srun (the
 cluster's plus a few lines, as a site turning broadcast on for everyone
 would write it), srun run both ways (STORM with that site file, or stock
-with SLURM_STORM_BCAST=no), and what a node's BcastDir keeps."""
+with SLURM_STORM_BCAST=no), what a node's BcastDir keeps, and a node
+manager stopped in the middle of a transfer."""
 import contextlib
 import os
+import signal
 import subprocess
+
+from storm_wait import poll
 
 
 def site_conf(cluster, name, lines):
@@ -40,6 +44,31 @@ def kept(cluster, node, keep=lambda name: True):
         return []
     return [os.path.join(j, f) for j in sorted(os.listdir(d)) if j.startswith("job_")
             for f in os.listdir(os.path.join(d, j)) if keep(f)]
+
+
+def stop_nm_once_logged(cluster, node, pid, argv, env, text, timeout):
+    """Run argv (an srun) and stop node's node manager (pid) with SIGSTOP
+    as soon as its log shows `text` after the start (a transfer it holds
+    half-written), then kill it once srun has ended (SIGKILL: its slurmd
+    starts a new one).  (returncode, stdout, stderr) of srun."""
+    log = cluster.path("log", "storm-nm-%s.log" % node)
+    start = os.path.getsize(log)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        def logged():
+            with open(log) as f:
+                f.seek(start)
+                return text in f.read()
+
+        poll(logged, 60, 0.005)
+        os.kill(pid, signal.SIGSTOP)
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.kill(pid, signal.SIGKILL)
+    return p.returncode, out, err
 
 
 def cc(out, src_text, *args):

@@ -459,24 +459,10 @@ def test_nm_killed_mid_transfer_fails_cleanly(cluster):
         f.write("#!/bin/sh\ntouch %s\nexit 0\n#" % marker)
     victim = "node4"
     pid = nm_pid(cluster, victim)
-    log = cluster.path("log", "storm-nm-%s.log" % victim)
-    start = os.path.getsize(log)
-    p = subprocess.Popen(["srun", "-N4", big], env=env(cluster, **BCAST),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        def receiving():
-            with open(log) as f:
-                f.seek(start)
-                return "receiving s0_big64.sh" in f.read()
-
-        poll(receiving, 60, 0.005)
-        os.kill(pid, 19)            # SIGSTOP: it holds the file half-written
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        os.kill(pid, 9)
-    assert p.returncode != 0
+    rc, out, err = storm_bcast_site.stop_nm_once_logged(
+        cluster, victim, pid, ["srun", "-N4", big], env(cluster, **BCAST),
+        "receiving s0_big64.sh", 120)
+    assert rc != 0
     assert "Failed to broadcast" in err and victim in err, err
     assert "Step launch aborted" in err
     for n in cluster.node_names():

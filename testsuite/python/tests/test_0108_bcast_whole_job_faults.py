@@ -52,29 +52,16 @@ def test_node_stopped_mid_bundle_runs_nothing_keeps_nothing(cluster, site_conf, 
     marker = os.path.join(share, "ran")
     victim = "node4"
     pid = nm_pid(cluster, victim)
-    log = cluster.path("log", "storm-nm-%s.log" % victim)
-    start = os.path.getsize(log)
     e = dict(cluster.env, STORM_CONF=site_conf, SLURM_STORM_FILES=data)
     e.pop("SLURM_STORM_BCAST", None)
-    p = subprocess.Popen(["srun", "-N%d" % NODES, "--ntasks-per-node=1",
-                          "-w", ",".join(cluster.node_names()[:NODES]),
-                          "sh", "-c", "touch %s.$SLURMD_NODENAME" % marker],
-                         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        def receiving_bundle():
-            with open(log) as f:
-                f.seek(start)
-                return "_tree (" in f.read()
-
-        poll(receiving_bundle, 60, 0.005)
-        os.kill(pid, 19)            # SIGSTOP: the bundle half-written
-        out, err = p.communicate(timeout=180)
-    finally:
-        if p.poll() is None:
-            p.kill()
-        os.kill(pid, 9)
+    rc, out, err = storm_bcast_site.stop_nm_once_logged(
+        cluster, victim, pid,
+        ["srun", "-N%d" % NODES, "--ntasks-per-node=1",
+         "-w", ",".join(cluster.node_names()[:NODES]),
+         "sh", "-c", "touch %s.$SLURMD_NODENAME" % marker],
+        e, "_tree (", 180)
     print("srun, node4 stopped mid-bundle:", err)
-    assert p.returncode != 0, out + err
+    assert rc != 0, out + err
     assert "Failed to broadcast the libraries and named files of" in err, err
     assert victim in err, err
     ran = [f for f in os.listdir(share) if f.startswith("ran.")]
