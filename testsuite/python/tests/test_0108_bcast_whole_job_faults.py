@@ -95,13 +95,10 @@ def test_other_user_cannot_read_a_jobs_tree(cluster, site_conf, share):
         trees = []
 
         def both_trees():
-            trees[:] = [os.path.join(cluster.node_local(n), "storm", "job_%d" % jobid, f)
+            trees[:] = [os.path.join(cluster.node_local(n), "storm", t)
                         for n in cluster.node_names()
-                        for f in (os.listdir(os.path.join(cluster.node_local(n), "storm",
-                                                          "job_%d" % jobid))
-                                  if os.path.isdir(os.path.join(cluster.node_local(n), "storm",
-                                                                "job_%d" % jobid)) else [])
-                        if f.endswith("_tree")]
+                        for t in storm_bcast_site.kept(cluster, n, lambda f: f.endswith("_tree"))
+                        if t.startswith("job_%d/" % jobid)]
             return len(trees) >= 2
 
         poll(both_trees, 90, 0.5)
