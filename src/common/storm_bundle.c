@@ -39,6 +39,18 @@ static const char *kind(char type)
 	return type == 'd' ? "directory" : type == 'l' ? "symlink" : "file";
 }
 
+/* A file sent and a file referenced are one kind: the same name twice. */
+static bool same_kind(char a, char b)
+{
+	return a == b || (a != 'd' && a != 'l' && b != 'd' && b != 'l');
+}
+
+/* The bytes that follow an entry's name and link target. */
+static uint64_t payload(char type, uint64_t size)
+{
+	return type == 'f' ? size : type == 'c' ? STORM_BUNDLE_SHA256 : 0;
+}
+
 /* The writer and the extractor hold the same rule, so that whatever is
  * written is extracted and a crafted name cannot climb out. */
 static bool name_ok(const char *s, size_t len)
@@ -179,7 +191,8 @@ typedef struct {
 	size_t link_len;
 	char *src;		/* 'f' */
 	bool follow;		/* 'f': src named by the caller, may be a symlink */
-	uint64_t size;		/* 'f' */
+	uint64_t size;		/* 'f', 'c' */
+	uint8_t sha[STORM_BUNDLE_SHA256];	/* 'c' */
 } entry_t;
 
 struct storm_bundle {
@@ -250,7 +263,8 @@ static int push(storm_bundle_t *b, const entry_t *proto, const char *name,
 		size_t name_len, char *err, size_t errlen)
 {
 	entry_t e = *proto;
-	uint64_t add = STORM_BUNDLE_ENTRY_HDR + name_len + e.link_len + e.size;
+	uint64_t add = STORM_BUNDLE_ENTRY_HDR + name_len + e.link_len +
+		       payload(e.type, e.size);
 
 	e.name_len = name_len;
 	if (b->n >= STORM_BUNDLE_MAX_ENTRIES)
@@ -414,7 +428,7 @@ static int add_node(storm_bundle_t *b, const char *src, const char *name,
 	bool have = tab_get(&b->names, name, nlen, &idx);
 	ssize_t r;
 
-	if (have && b->e[idx].type != type)
+	if (have && !same_kind(b->e[idx].type, type))
 		return fail(err, errlen, "%s: '%s' is already in the bundle as a %s",
 			    src, name, kind(b->e[idx].type));
 	switch (type) {
@@ -468,6 +482,36 @@ int storm_bundle_add(storm_bundle_t *b, const char *src, const char *name,
 		return -1;
 	}
 	return 0;
+}
+
+int storm_bundle_add_ref(storm_bundle_t *b, const char *name, unsigned mode,
+			 uint64_t size, const uint8_t sha256[STORM_BUNDLE_SHA256],
+			 char *err, size_t errlen)
+{
+	entry_t e = { .type = 'c', .mode = mode & 0777, .size = size };
+	size_t n0 = b->n, nlen = strlen(name), idx;
+	uint64_t bytes0 = b->bytes;
+
+	if (!name_ok(name, nlen))
+		return fail(err, errlen,
+			    "bad bundle name '%s' (relative, no empty, '.' or '..' part)",
+			    name);
+	memcpy(e.sha, sha256, STORM_BUNDLE_SHA256);
+	if (add_parents(b, name, err, errlen))
+		goto undo;
+	if (tab_get(&b->names, name, nlen, &idx)) {
+		if (same_kind(b->e[idx].type, 'c'))
+			return 0;	/* no parent was missing: nothing to undo */
+		fail(err, errlen, "'%s' is already in the bundle as a %s", name,
+		     kind(b->e[idx].type));
+		goto undo;
+	}
+	if (!push(b, &e, name, nlen, err, errlen))
+		return 0;
+undo:
+	rollback(b, n0);
+	b->bytes = bytes0;
+	return -1;
 }
 
 typedef struct {
@@ -599,6 +643,8 @@ int storm_bundle_write(storm_bundle_t *b, int fd, char *err, size_t errlen)
 		    out_put(&o, e->name, e->name_len) ||
 		    (e->link && out_put(&o, e->link, e->link_len)))
 			goto werr;
+		if (e->type == 'c' && out_put(&o, e->sha, sizeof(e->sha)))
+			goto werr;
 		if (e->type == 'f' && put_file(&o, e, err, errlen))
 			goto done;
 	}
@@ -659,7 +705,7 @@ static int parse(const unsigned char *p, size_t len, size_t *off, uint64_t i,
 	*off += STORM_BUNDLE_ENTRY_HDR;
 	if (h[1] || h[2] || h[3])
 		return fail(err, errlen, "entry %" PRIu64 ": padding not zero", i);
-	if (r->type != 'd' && r->type != 'f' && r->type != 'l')
+	if (r->type != 'd' && r->type != 'f' && r->type != 'l' && r->type != 'c')
 		return fail(err, errlen, "entry %" PRIu64 ": unknown type 0x%02x",
 			    i, h[0]);
 	if (name_len == 0 || name_len > STORM_BUNDLE_MAX_NAME)
@@ -678,7 +724,7 @@ static int parse(const unsigned char *p, size_t len, size_t *off, uint64_t i,
 			   : link_len != 0)
 		return fail(err, errlen, "entry %" PRIu64 " '%s': bad link length %"
 			    PRIu32, i, SHOW(r), link_len);
-	if (r->type != 'f' && r->size)
+	if ((r->type == 'd' || r->type == 'l') && r->size)
 		return fail(err, errlen, "entry %" PRIu64 " '%s': a %s with data",
 			    i, SHOW(r), kind(r->type));
 	if (link_len > len - *off)
@@ -690,11 +736,11 @@ static int parse(const unsigned char *p, size_t len, size_t *off, uint64_t i,
 	if (memchr(r->link, '\0', link_len))
 		return fail(err, errlen, "entry %" PRIu64 " '%s': NUL in link target",
 			    i, SHOW(r));
-	if (r->size > len - *off)
-		return fail(err, errlen, "entry %" PRIu64 " '%s': data truncated",
-			    i, SHOW(r));
+	if (payload(r->type, r->size) > len - *off)
+		return fail(err, errlen, "entry %" PRIu64 " '%s': %s truncated",
+			    i, SHOW(r), r->type == 'c' ? "content hash" : "data");
 	r->data = p + *off;
-	*off += (size_t) r->size;
+	*off += (size_t) payload(r->type, r->size);
 	return 0;
 }
 
@@ -711,7 +757,7 @@ static size_t parent_len(const rec_t *r)
 /* The stream as a whole: every entry sound, every parent a directory
  * earlier in it, no name twice.  Nothing is created before this holds. */
 static int check(const unsigned char *p, size_t len, uint64_t count,
-		 size_t *ndirs, char *err, size_t errlen)
+		 bool refs, size_t *ndirs, char *err, size_t errlen)
 {
 	char nb[SHOWN_NAME + 1];
 	table_t seen = { NULL, 0, 0 };
@@ -725,6 +771,11 @@ static int check(const unsigned char *p, size_t len, uint64_t count,
 
 		if (parse(p, len, &off, i, &r, err, errlen))
 			goto done;
+		if (r.type == 'c' && !refs) {
+			fail(err, errlen, "entry %" PRIu64 " '%s': a cached file, "
+			     "and no cache here to take it from", i, SHOW(&r));
+			goto done;
+		}
 		pl = parent_len(&r);
 		if (pl && (!tab_get(&seen, r.name, pl, &v) || v != 'd')) {
 			fail(err, errlen, "entry %" PRIu64 " '%s': its parent is "
@@ -802,16 +853,26 @@ static int cwd_open(cwd_t *c, const char *name, size_t len)
 	return cur;
 }
 
-static int make(cwd_t *c, const rec_t *r)
+/* An entry's directory, opened (kept in c), and its last component. */
+static int parent_of(cwd_t *c, const rec_t *r, char *base)
+{
+	size_t pl = parent_len(r), bl = r->name_len - (pl ? pl + 1 : 0);
+	int dir = cwd_open(c, r->name, pl);
+
+	memcpy(base, r->name + r->name_len - bl, bl);
+	base[bl] = '\0';
+	return dir;
+}
+
+static int make(cwd_t *c, const rec_t *r, const storm_bundle_ops_t *ops,
+		void *arg)
 {
 	char base[STORM_BUNDLE_MAX_NAME + 1], target[STORM_BUNDLE_MAX_NAME + 1];
-	size_t pl = parent_len(r), bl = r->name_len - (pl ? pl + 1 : 0);
-	int dir = cwd_open(c, r->name, pl), fd;
+	bool done_cb = ops && ops->file_done;
+	int dir = parent_of(c, r, base), fd;
 
 	if (dir < 0)
 		return -1;
-	memcpy(base, r->name + r->name_len - bl, bl);
-	base[bl] = '\0';
 	switch (r->type) {
 	case 'd':
 		/* Ours to fill whatever the umask; its own mode comes last.
@@ -834,12 +895,15 @@ static int make(cwd_t *c, const rec_t *r)
 		target[r->link_len] = '\0';
 		return symlinkat(target, dir, base);
 	default:
-		fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-			    O_CLOEXEC, 0600);
+		/* readable too when the caller reads it back (a cache) */
+		fd = openat(dir, base, (done_cb ? O_RDWR : O_WRONLY) | O_CREAT |
+			    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -1;
 		if (write_all(fd, r->data, (size_t) r->size) ||
-		    fchmod(fd, r->mode & 0777)) {
+		    fchmod(fd, r->mode & 0777) ||
+		    (done_cb && ops->file_done(arg, dir, base, fd, r->data,
+					       r->size))) {
 			int e = errno;
 
 			close(fd);
@@ -848,6 +912,27 @@ static int make(cwd_t *c, const rec_t *r)
 		}
 		return close(fd);
 	}
+}
+
+/* A 'c' entry, placed by the caller's ref(): 0, -1 with err, or
+ * STORM_BUNDLE_ABSENT. */
+static int place_ref(cwd_t *c, const rec_t *r, uint64_t i,
+		     const storm_bundle_ops_t *ops, void *arg, char *err,
+		     size_t errlen)
+{
+	char nb[SHOWN_NAME + 1], base[STORM_BUNDLE_MAX_NAME + 1], why[256];
+	int dir = parent_of(c, r, base), rc;
+
+	if (dir < 0)
+		return fail(err, errlen, "entry %" PRIu64 " '%s': %s", i, SHOW(r),
+			    strerror(errno));
+	why[0] = '\0';
+	rc = ops->ref(arg, dir, base, r->data, r->size, r->mode & 0777, why,
+		      sizeof(why));
+	if (rc == 0 || rc == STORM_BUNDLE_ABSENT)
+		return rc;
+	return fail(err, errlen, "entry %" PRIu64 " '%s': %s", i, SHOW(r),
+		    why[0] ? why : "cannot place the cached file");
 }
 
 /* A directory's own mode, once all in it is there. */
@@ -869,14 +954,15 @@ static int set_dir_mode(cwd_t *c, const rec_t *r)
 	return rc;
 }
 
-int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
-			 size_t errlen)
+int storm_bundle_extract_ex(const void *buf, size_t len, int dirfd,
+			    const storm_bundle_ops_t *ops, void *arg, char *err,
+			    size_t errlen)
 {
-	char nb[SHOWN_NAME + 1];
+	char nb[SHOWN_NAME + 1], first[SHOWN_NAME + 1] = "";
 	const unsigned char *p = buf;
 	cwd_t c = { dirfd, dirfd, "", 0 };
 	size_t off = STORM_BUNDLE_HDR, ndirs, nd = 0, *dirs = NULL;
-	uint64_t count, i;
+	uint64_t count, i, absent = 0;
 	rec_t r;
 	int rc = -1;
 
@@ -891,7 +977,7 @@ int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
 	if (count > (len - STORM_BUNDLE_HDR) / STORM_BUNDLE_ENTRY_HDR)
 		return fail(err, errlen, "%" PRIu64 " entries cannot fit in %zu bytes",
 			    count, len);
-	if (check(p, len, count, &ndirs, err, errlen))
+	if (check(p, len, count, ops && ops->ref, &ndirs, err, errlen))
 		return -1;
 	if (ndirs && !(dirs = malloc(ndirs * sizeof(*dirs))))
 		return fail(err, errlen, "bundle: %s", strerror(ENOMEM));
@@ -900,13 +986,35 @@ int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
 
 		if (parse(p, len, &off, i, &r, err, errlen))
 			goto done;
-		if (make(&c, &r)) {
+		if (r.type == 'c') {
+			int st = place_ref(&c, &r, i, ops, arg, err, errlen);
+
+			if (st == STORM_BUNDLE_ABSENT) {
+				if (!absent++)
+					snprintf(first, sizeof(first), "%s",
+						 SHOW(&r));
+			} else if (st) {
+				goto done;
+			}
+			continue;
+		}
+		if (make(&c, &r, ops, arg)) {
 			fail(err, errlen, "entry %" PRIu64 " '%s': %s", i, SHOW(&r),
 			     strerror(errno));
 			goto done;
 		}
 		if (r.type == 'd')
 			dirs[nd++] = at;
+	}
+	if (absent) {
+		/* the directories stay open for the holes to be filled */
+		if (absent == 1)
+			fail(err, errlen, "'%s': not in this node's cache", first);
+		else
+			fail(err, errlen, "'%s' and %" PRIu64 " more: not in this "
+			     "node's cache", first, absent - 1);
+		rc = STORM_BUNDLE_ABSENT;
+		goto done;
 	}
 	/* Deepest first: a directory's mode may shut out its own owner, and
 	 * its descendants come after it in the stream. */
@@ -925,4 +1033,11 @@ done:
 	cwd_set(&c, dirfd, "", 0);
 	free(dirs);
 	return rc;
+}
+
+int storm_bundle_extract(const void *buf, size_t len, int dirfd, char *err,
+			 size_t errlen)
+{
+	return storm_bundle_extract_ex(buf, len, dirfd, NULL, NULL, err,
+				       errlen);
 }

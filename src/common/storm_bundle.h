@@ -15,14 +15,23 @@
  *   "STORMBD1"                        8 bytes, the magic
  *   u64 count                         entries that follow
  *   count times:
- *     u8  type                        'd' directory, 'f' file, 'l' symlink
+ *     u8  type                        'd' directory, 'f' file, 'l' symlink,
+ *                                     'c' cached file (a reference)
  *     u8  pad[3]                      zero
  *     u32 mode                        permission bits (extracted & 0777)
  *     u32 name_len                    1 .. STORM_BUNDLE_MAX_NAME
  *     u32 link_len                    'l': 1 .. STORM_BUNDLE_MAX_NAME, else 0
- *     u64 size                        'f': data bytes, else 0
+ *     u64 size                        'f': data bytes; 'c': the file's
+ *                                     size (no data follows); else 0
  *     name bytes                      relative, no NUL
- *     link target bytes ('l') or data bytes ('f')
+ *     link target bytes ('l'), data bytes ('f') or the file's SHA-256
+ *     (32 bytes, 'c')
+ *
+ * A 'c' entry names a file by its content instead of carrying it: the
+ * node that extracts the bundle places it from a cache of what it
+ * received before (storm_bundle_extract_ex()), or says it does not have
+ * it.  A bundle of references is what a launch sends first to learn what
+ * every node already holds.
  *
  * Nothing follows the last entry.  A name is "a/b/c": no leading '/', no
  * empty, "." or ".." component, no NUL or newline; every parent directory
@@ -44,6 +53,7 @@
 #define STORM_BUNDLE_ENTRY_HDR 24	/* an entry's fixed part */
 #define STORM_BUNDLE_MAX_ENTRIES 1000000
 #define STORM_BUNDLE_MAX_NAME 4096	/* a name's or link target's bytes */
+#define STORM_BUNDLE_SHA256 32		/* a 'c' entry's content hash */
 
 typedef struct storm_bundle storm_bundle_t;
 
@@ -70,6 +80,20 @@ extern storm_bundle_t *storm_bundle_new(void);
 extern int storm_bundle_add(storm_bundle_t *b, const char *src,
 			    const char *name, bool follow, char *err,
 			    size_t errlen);
+
+/*
+ * Add a reference to a file by its content: the entry `name` of a file of
+ * `size` bytes and permission bits `mode` whose SHA-256 is `sha256`; no
+ * source is read, now or when written.  Missing parents are added as for
+ * storm_bundle_add(); a file of that name already in the bundle (sent or
+ * referenced) stays and this one is skipped; another kind of entry of that
+ * name is an error.  Returns 0, or -1 with err; a failed add leaves the
+ * bundle as it was.
+ */
+extern int storm_bundle_add_ref(storm_bundle_t *b, const char *name,
+				unsigned mode, uint64_t size,
+				const uint8_t sha256[STORM_BUNDLE_SHA256],
+				char *err, size_t errlen);
 
 /* The exact byte size storm_bundle_write() will produce. */
 extern uint64_t storm_bundle_size(const storm_bundle_t *b);
@@ -98,9 +122,47 @@ extern void storm_bundle_free(storm_bundle_t *b);
  * exactly as the bundle says, masked to 0777 (no set-ID, no sticky bit)
  * whatever the umask; directories get theirs last, so a read-only
  * directory can still be filled.  Returns 0, or -1 with err naming the
- * entry; on failure what was created stays for the caller to remove.
+ * entry; on failure what was created stays for the caller to remove.  A
+ * 'c' entry is refused (before anything is created): there is no cache
+ * to resolve it.
  */
 extern int storm_bundle_extract(const void *buf, size_t len, int dirfd,
 				char *err, size_t errlen);
+
+/* ref()'s answer for a file the cache does not hold. */
+#define STORM_BUNDLE_ABSENT (-2)
+
+/*
+ * What the extractor asks of its caller.  ref: place the file of this
+ * content, size and mode at leaf in the directory parentfd (the leaf does
+ * not exist yet); 0 when placed, STORM_BUNDLE_ABSENT when not held, -1
+ * with err on any other failure.  NULL: 'c' entries are refused as by
+ * storm_bundle_extract().  file_done (may be NULL): a file entry was just
+ * written, its mode set, fd still open for reading and writing at leaf in
+ * parentfd, data its bytes in the bundle; 0 goes on, -1 (errno set) fails
+ * the extraction.  Both run in the extracting thread, with whatever
+ * file-system identity it has.
+ */
+typedef struct storm_bundle_ops {
+	int (*ref)(void *arg, int parentfd, const char *leaf,
+		   const uint8_t sha256[STORM_BUNDLE_SHA256], uint64_t size,
+		   unsigned mode, char *err, size_t errlen);
+	int (*file_done)(void *arg, int parentfd, const char *leaf, int fd,
+			 const void *data, uint64_t size);
+} storm_bundle_ops_t;
+
+/*
+ * storm_bundle_extract() with references resolved by ops (NULL: exactly
+ * storm_bundle_extract()).  The stream is checked whole first, as there.
+ * An absent reference does not stop the extraction: every entry is
+ * resolved, so that one pass learns all a node lacks (ref() sees each and
+ * may record it); then it returns STORM_BUNDLE_ABSENT with err naming the
+ * first absent entry and the count, and directories keep the mode they
+ * were created with (0700), so the caller may fill the holes or drop the
+ * whole.  Returns 0, -1 with err, or STORM_BUNDLE_ABSENT.
+ */
+extern int storm_bundle_extract_ex(const void *buf, size_t len, int dirfd,
+				   const storm_bundle_ops_t *ops, void *arg,
+				   char *err, size_t errlen);
 
 #endif /* STORM_BUNDLE_H */

@@ -4,7 +4,9 @@
  * (src/common/storm_bundle.c): a tree goes round trip with its files,
  * symlinks and modes; the writer's size is the bytes it writes; and every
  * crafted stream the node manager must refuse is refused, with nothing
- * created outside the directory it extracts into.
+ * created outside the directory it extracts into.  Cached references
+ * ('c' entries) are resolved through the caller's ops, refused without
+ * them, and every file written is shown to file_done.
  */
 #include <check.h>
 #include <dirent.h>
@@ -664,6 +666,295 @@ START_TEST(crafted_modes_masked)
 }
 END_TEST
 
+/* ---- cached references ---- */
+
+/* A resolver over a table of contents: a file it knows is written at
+ * the leaf (0444, as a cache's would be), any other is absent and
+ * recorded. */
+typedef struct {
+	const char *content[4];
+	int placed, absent;
+	char absent_leaf[64];
+	unsigned mode_seen;
+	uint64_t size_seen;
+} resolver_t;
+
+static void sha_of(const char *content, uint8_t sha[STORM_BUNDLE_SHA256])
+{
+	/* not SHA-256: the bundle only carries the bytes */
+	memset(sha, 0, STORM_BUNDLE_SHA256);
+	snprintf((char *) sha, STORM_BUNDLE_SHA256, "%s", content);
+}
+
+static int resolve(void *arg, int parentfd, const char *leaf,
+		   const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
+		   unsigned mode, char *why, size_t whylen)
+{
+	resolver_t *r = arg;
+	uint8_t want[STORM_BUNDLE_SHA256];
+	int fd;
+
+	r->mode_seen = mode;
+	r->size_seen = size;
+	for (int i = 0; i < 4 && r->content[i]; i++) {
+		sha_of(r->content[i], want);
+		if (memcmp(want, sha, sizeof(want)) ||
+		    size != strlen(r->content[i]))
+			continue;
+		fd = openat(parentfd, leaf, O_WRONLY | O_CREAT | O_EXCL, 0444);
+		if (fd < 0) {
+			snprintf(why, whylen, "%s: %s", leaf, strerror(errno));
+			return -1;
+		}
+		ck_assert_int_eq(write(fd, r->content[i], size), (ssize_t) size);
+		close(fd);
+		r->placed++;
+		return 0;
+	}
+	if (!r->absent++)
+		snprintf(r->absent_leaf, sizeof(r->absent_leaf), "%s", leaf);
+	return STORM_BUNDLE_ABSENT;
+}
+
+static int extract_ex(const void *buf, size_t len, const char *out,
+		      const storm_bundle_ops_t *ops, void *arg)
+{
+	int fd, rc;
+
+	mkd(out, 0700);
+	ck_assert_int_ge(fd = open(at(out), O_RDONLY | O_DIRECTORY), 0);
+	err[0] = '\0';
+	rc = storm_bundle_extract_ex(buf, len, fd, ops, arg, err, sizeof(err));
+	close(fd);
+	return rc;
+}
+
+static void add_ref(storm_bundle_t *b, const char *name, unsigned mode,
+		    const char *content)
+{
+	uint8_t sha[STORM_BUNDLE_SHA256];
+
+	sha_of(content, sha);
+	ck_assert_msg(storm_bundle_add_ref(b, name, mode, strlen(content), sha,
+					   err, sizeof(err)) == 0, "%s", err);
+}
+
+START_TEST(refs_round_trip)
+{
+	storm_bundle_ops_t ops = { .ref = resolve };
+	resolver_t r = { .content = { "cached lib", "cached data" } };
+	storm_bundle_t *b;
+	unsigned char *p;
+	uint64_t size0;
+	size_t len;
+
+	make_tree();
+	b = tree_bundle();
+	size0 = storm_bundle_size(b);
+	add_ref(b, "job/lib/libc1.so", 0755, "cached lib");
+	add_ref(b, "job/deep/data/d", 0640, "cached data");
+	/* the entries and the new parents job/deep and job/deep/data */
+	ck_assert_uint_eq(storm_bundle_size(b) - size0,
+			  2 * (STORM_BUNDLE_ENTRY_HDR + STORM_BUNDLE_SHA256) +
+			  strlen("job/lib/libc1.so") + strlen("job/deep/data/d") +
+			  2 * STORM_BUNDLE_ENTRY_HDR + strlen("job/deep") +
+			  strlen("job/deep/data"));
+	p = written(b, &len);
+	ck_assert_msg(extract_ex(p, len, "out", &ops, &r) == 0, "%s", err);
+	ck_assert_int_eq(r.placed, 2);
+	ck_assert_int_eq(r.absent, 0);
+	ck_assert_uint_eq(r.mode_seen, 0640);
+	ck_assert_uint_eq(r.size_seen, strlen("cached data"));
+	is_file("out/job/lib/libc1.so", "cached lib", 0444);
+	is_file("out/job/deep/data/d", "cached data", 0444);
+	is_dir("out/job/deep/data", 0755);
+	/* what travelled with the references is there as without them */
+	is_file("out/job/tree/a", "hello", 0644);
+	is_file("out/job/lib/libfoo.so", "ELF", 0755);
+	is_dir("out/job/tree/ro", 0555);
+	free(p);
+	storm_bundle_free(b);
+}
+END_TEST
+
+START_TEST(refs_absent_all_seen)
+{
+	storm_bundle_ops_t ops = { .ref = resolve };
+	resolver_t r = { .content = { "held" } };
+	storm_bundle_t *b = storm_bundle_new();
+	unsigned char *p;
+	size_t len;
+
+	ck_assert_ptr_nonnull(b);
+	add_ref(b, "a/missing1", 0644, "not held");
+	add_ref(b, "a/held", 0644, "held");
+	add_ref(b, "b/missing2", 0755, "not held either");
+	p = written(b, &len);
+	ck_assert_msg(extract_ex(p, len, "out", &ops, &r) == STORM_BUNDLE_ABSENT,
+		      "%s", err);
+	ck_assert_ptr_nonnull(strstr(err, "'a/missing1' and 1 more: not in this node's cache"));
+	ck_assert_int_eq(r.absent, 2);
+	ck_assert_int_eq(r.placed, 1);
+	ck_assert_str_eq(r.absent_leaf, "missing1");
+	/* one pass placed what it could; directories left open to fill */
+	is_file("out/a/held", "held", 0444);
+	is_dir("out/a", 0700);
+	absent("out/a/missing1");
+	free(p);
+	storm_bundle_free(b);
+}
+END_TEST
+
+START_TEST(refs_without_a_cache_refused)
+{
+	storm_bundle_ops_t no_ref = { .ref = NULL };
+	storm_bundle_t *b = storm_bundle_new();
+	unsigned char *p;
+	size_t len;
+
+	ck_assert_ptr_nonnull(b);
+	add_ref(b, "d/f", 0644, "x");
+	p = written(b, &len);
+	ck_assert_int_eq(extract(p, len, "out"), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'d/f': a cached file, and no cache here"));
+	ck_assert_int_eq(entries_in("out"), 0);
+	ck_assert_int_eq(extract_ex(p, len, "out2", &no_ref, NULL), -1);
+	ck_assert_int_eq(entries_in("out2"), 0);
+	free(p);
+	storm_bundle_free(b);
+}
+END_TEST
+
+START_TEST(refs_duplicates_and_conflicts)
+{
+	storm_bundle_t *b = storm_bundle_new();
+	uint8_t sha[STORM_BUNDLE_SHA256] = { 1 };
+	uint64_t size, n;
+
+	ck_assert_ptr_nonnull(b);
+	put("f", "sent", 0644);
+	ck_assert_int_eq(storm_bundle_add(b, at("f"), "d/f", false, err,
+					  sizeof(err)), 0);
+	size = storm_bundle_size(b);
+	n = storm_bundle_entries(b);
+	/* a file sent stays; the same reference twice is one */
+	ck_assert_int_eq(storm_bundle_add_ref(b, "d/f", 0644, 4, sha, err,
+					      sizeof(err)), 0);
+	ck_assert_uint_eq(storm_bundle_size(b), size);
+	ck_assert_int_eq(storm_bundle_add_ref(b, "d/g", 0644, 4, sha, err,
+					      sizeof(err)), 0);
+	ck_assert_int_eq(storm_bundle_add_ref(b, "d/g", 0600, 9, sha, err,
+					      sizeof(err)), 0);
+	ck_assert_uint_eq(storm_bundle_entries(b), n + 1);
+	ck_assert_int_eq(storm_bundle_add(b, at("f"), "d/g", false, err,
+					  sizeof(err)), 0);
+	ck_assert_uint_eq(storm_bundle_entries(b), n + 1);
+	size = storm_bundle_size(b);
+	/* a directory of that name, a file as a parent, a bad name */
+	ck_assert_int_eq(storm_bundle_add_ref(b, "d", 0644, 4, sha, err,
+					      sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "already in the bundle as a directory"));
+	ck_assert_int_eq(storm_bundle_add_ref(b, "d/g/h", 0644, 4, sha, err,
+					      sizeof(err)), -1);
+	ck_assert_int_eq(storm_bundle_add_ref(b, "x/../y", 0644, 4, sha, err,
+					      sizeof(err)), -1);
+	/* a failed add left nothing, not even the parents it added */
+	ck_assert_int_eq(storm_bundle_add_ref(b, "new/parent/d", 0644, 4, sha,
+					      err, sizeof(err)), 0);
+	ck_assert_uint_eq(storm_bundle_entries(b), n + 4);
+	storm_bundle_free(b);
+	b = storm_bundle_new();
+	ck_assert_int_eq(storm_bundle_add(b, at("f"), "top", false, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(storm_bundle_add_ref(b, "top/x/y", 0644, 4, sha, err,
+					      sizeof(err)), -1);
+	ck_assert_uint_eq(storm_bundle_entries(b), 1);
+	(void) size;
+	storm_bundle_free(b);
+}
+END_TEST
+
+/* file_done sees each file written, readable through its fd. */
+typedef struct {
+	int calls;
+	char last[64];
+} done_t;
+
+static int file_done(void *arg, int parentfd, const char *leaf, int fd,
+		     const void *data, uint64_t size)
+{
+	done_t *d = arg;
+	char buf[64] = "";
+	struct stat st;
+
+	ck_assert_int_eq(pread(fd, buf, sizeof(buf) - 1, 0), (ssize_t) size);
+	ck_assert_int_eq(memcmp(buf, data, size), 0);
+	ck_assert_int_eq(fstatat(parentfd, leaf, &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert_uint_eq((uint64_t) st.st_size, size);
+	d->calls++;
+	snprintf(d->last, sizeof(d->last), "%s:%s:%o", leaf, buf,
+		 (unsigned) (st.st_mode & 0777));
+	if (!strcmp(leaf, "fail")) {
+		errno = EDQUOT;
+		return -1;
+	}
+	return 0;
+}
+
+START_TEST(file_done_sees_each_file)
+{
+	storm_bundle_ops_t ops = { .file_done = file_done };
+	done_t d = { 0 };
+	craft_t c;
+
+	begin(&c, 3);
+	entry(&c, 'd', 0755, "d", "");
+	entry(&c, 'f', 0640, "d/one", "1");
+	entry(&c, 'f', 0750, "d/two", "22");
+	ck_assert_msg(extract_ex(c.p, c.len, "out", &ops, &d) == 0, "%s", err);
+	ck_assert_int_eq(d.calls, 2);
+	ck_assert_str_eq(d.last, "two:22:750");
+	begin(&c, 1);
+	entry(&c, 'f', 0644, "fail", "x");
+	ck_assert_int_eq(extract_ex(c.p, c.len, "out2", &ops, &d), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'fail': "));
+	ck_assert_ptr_nonnull(strstr(err, strerror(EDQUOT)));
+}
+END_TEST
+
+START_TEST(crafted_refs_refused)
+{
+	storm_bundle_ops_t ops = { .ref = resolve };
+	resolver_t r = { .content = { NULL } };
+	uint8_t sha[STORM_BUNDLE_SHA256] = { 0 };
+	craft_t c;
+
+	begin(&c, 1);
+	entry_as(&c, 'c', 0644, "c", 1, 0, 5, sha, sizeof(sha) - 1);
+	ck_assert_int_eq(extract_ex(c.p, c.len, "o1", &ops, &r), -1);
+	ck_assert_ptr_nonnull(strstr(err, "content hash truncated"));
+	begin(&c, 1);
+	entry_as(&c, 'c', 0644, "c", 1, 1, 5, sha, sizeof(sha));
+	ck_assert_int_eq(extract_ex(c.p, c.len, "o2", &ops, &r), -1);
+	ck_assert_ptr_nonnull(strstr(err, "bad link length"));
+	/* a reference as a parent is not a directory */
+	begin(&c, 2);
+	entry_as(&c, 'c', 0644, "c", 1, 0, 5, sha, sizeof(sha));
+	entry(&c, 'f', 0644, "c/f", "x");
+	ck_assert_int_eq(extract_ex(c.p, c.len, "o3", &ops, &r), -1);
+	ck_assert_ptr_nonnull(strstr(err, "parent"));
+	/* the whole stream first: a bad entry after a reference means
+	 * nothing was resolved */
+	begin(&c, 2);
+	entry_as(&c, 'c', 0644, "c", 1, 0, 5, sha, sizeof(sha));
+	entry(&c, 'p', 0644, "p", "");
+	ck_assert_int_eq(extract_ex(c.p, c.len, "o4", &ops, &r), -1);
+	ck_assert_int_eq(r.absent + r.placed, 0);
+	ck_assert_int_eq(entries_in("o1") + entries_in("o2") + entries_in("o3") +
+			 entries_in("o4"), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("storm_bundle");
@@ -682,6 +973,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, crafted_lengths_refused);
 	tcase_add_test(tc, crafted_fields_refused);
 	tcase_add_test(tc, crafted_modes_masked);
+	tcase_add_test(tc, refs_round_trip);
+	tcase_add_test(tc, refs_absent_all_seen);
+	tcase_add_test(tc, refs_without_a_cache_refused);
+	tcase_add_test(tc, refs_duplicates_and_conflicts);
+	tcase_add_test(tc, file_done_sees_each_file);
+	tcase_add_test(tc, crafted_refs_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
