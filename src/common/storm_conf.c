@@ -67,6 +67,7 @@ static const key_def_t keys[] = {
 	{ "BcastDir", K_STRING, F(bcast_dir), S(bcast_dir), 0, 0 },
 	{ "BcastRequestTimeout", K_DURATION, F(bcast_request_us), 0, 1000, 60000000ULL },
 	{ "BcastMaxSize", K_SIZE, F(bcast_max_bytes), 0, 1, 1ULL << 40 },
+	{ "BcastCacheSize", K_SIZE, F(bcast_cache_bytes), 0, 0, 1ULL << 40 },
 	{ "ChunkSize", K_SIZE, F(chunk_bytes), 0, 4096, 64ULL << 20 },
 	{ "Window", K_U32, F(window), 0, 1, 64 },
 	{ "TreeArity", K_U32, F(tree_arity), 0, 1, 64 },
@@ -129,6 +130,8 @@ extern void storm_conf_defaults(storm_conf_t *conf)
 	conf->bcast_libraries = false;
 	snprintf(conf->bcast_dir, sizeof(conf->bcast_dir), "/dev/shm/storm");
 	conf->bcast_max_bytes = 1ULL << 30;
+	/* a site sizes it against its RAM disk: off until it does */
+	conf->bcast_cache_bytes = 0;
 	conf->bcast_request_us = 2000000;
 	conf->chunk_bytes = 512 * 1024;
 	conf->window = 4;
@@ -694,7 +697,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     "Timeout=%" PRIu64 "us\n"
 		     "BcastExecutable=%s\nBcastOverlap=%s\nBcastLibraries=%s\n"
 		     "BcastDir=%s\n"
-		     "BcastMaxSize=%" PRIu64 "\nBcastRequestTimeout=%" PRIu64 "us\n"
+		     "BcastMaxSize=%" PRIu64 "\nBcastCacheSize=%" PRIu64 "\n"
+		     "BcastRequestTimeout=%" PRIu64 "us\n"
 		     "ChunkSize=%" PRIu64 "\nWindow=%u\nTreeArity=%u\nBcastArity=%u\n"
 		     "MemReserve=%" PRIu64 "\nNodeManager=%s\nNMLogFile=%s\n",
 		     c->timeslice_us, c->max_mpl, storm_policy_str(c->policy),
@@ -707,7 +711,8 @@ extern int storm_conf_format(const storm_conf_t *c, char *buf, size_t len)
 		     c->bcast_executable ? "yes" : "no",
 		     c->bcast_overlap ? "yes" : "no",
 		     c->bcast_libraries ? "yes" : "no", c->bcast_dir,
-		     c->bcast_max_bytes, c->bcast_request_us, c->chunk_bytes,
+		     c->bcast_max_bytes, c->bcast_cache_bytes, c->bcast_request_us,
+		     c->chunk_bytes,
 		     c->window,
 		     c->tree_arity, c->bcast_arity, c->mem_reserve_mb,
 		     c->nm_path[0] ? c->nm_path : "(default)", c->nm_log);

@@ -75,6 +75,9 @@ typedef struct {
 					 * with it */
 	char bcast_dir[256];		/* BcastDir= node-local tmpfs */
 	uint64_t bcast_max_bytes;	/* BcastMaxSize= largest file accepted */
+	uint64_t bcast_cache_bytes;	/* BcastCacheSize= what a node keeps of
+					 * each user's broadcast files across
+					 * jobs (0: no cache) */
 	uint64_t bcast_request_us;	/* BcastRequestTimeout= srun's request
 					 * (header, credential, node list)
 					 * must be in within this of connect */

@@ -145,6 +145,9 @@ static const struct {
 	{ "Timeslice=18446744073709551615\n", "storm.conf:1", "Timeslice" },
 	{ "Timeslice=18446744073709551616ms\n", "storm.conf:1", "Timeslice" },
 	{ "BcastMaxSize=17179869184G\n", "storm.conf:1", "BcastMaxSize" },
+	{ "BcastCacheSize=2T\n", "storm.conf:1", "BcastCacheSize" },
+	{ "BcastCacheSize=1025G\n", "storm.conf:1", "BcastCacheSize" },
+	{ "BcastCacheSize=-1\n", "storm.conf:1", "BcastCacheSize" },
 };
 
 START_TEST(bad_input_names_line_and_key)
@@ -301,6 +304,27 @@ START_TEST(conf_path)
 }
 END_TEST
 
+START_TEST(bcast_cache_size)
+{
+	char out[8192];
+
+	/* off unless a site sizes it */
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(conf.bcast_cache_bytes, 0);
+	ck_assert_int_eq(parse("BcastCacheSize=4G\n"), 0);
+	ck_assert_uint_eq(conf.bcast_cache_bytes, 4ULL << 30);
+	ck_assert_int_eq(parse("bcastcachesize=512MiB\n"), 0);
+	ck_assert_uint_eq(conf.bcast_cache_bytes, 512ULL << 20);
+	ck_assert_int_eq(parse("BcastCacheSize=1024G\n"), 0);
+	ck_assert_uint_eq(conf.bcast_cache_bytes, 1ULL << 40);
+	ck_assert_int_eq(parse("BcastCacheSize=0\n"), 0);
+	ck_assert_uint_eq(conf.bcast_cache_bytes, 0);
+	ck_assert_int_eq(parse("BcastCacheSize=300\n"), 0);
+	ck_assert_int_gt(storm_conf_format(&conf, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\nBcastCacheSize=300\n"));
+}
+END_TEST
+
 START_TEST(format_round_trip_values)
 {
 	char out[8192];
@@ -336,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, load_files);
 	tcase_add_test(tc, conf_path);
 	tcase_add_test(tc, format_round_trip_values);
+	tcase_add_test(tc, bcast_cache_size);
 	suite_add_tcase(s, tc);
 	return storm_check_run(s);
 }
