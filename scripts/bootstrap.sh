@@ -35,8 +35,9 @@ packages=(
 	build-essential autoconf automake libtool pkg-config check dpkg-dev
 	# the Debian packages (scripts/run-package-test) and the RPM spec's check
 	debhelper lintian rpm
-	# the broadcast checksum (XXH3, header-only use)
-	libxxhash-dev
+	# the broadcast checksum (XXH3, header-only use); SHA-256 (libcrypto)
+	# names what the node-local cache holds
+	libxxhash-dev libssl-dev
 	# fuzzing the parsers (libFuzzer, ASan, UBSan)
 	clang libclang-rt-14-dev
 	# tests, benchmarks and plots
