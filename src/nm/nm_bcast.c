@@ -21,6 +21,8 @@
 #include "nm.h"
 #include "nm_bcast.h"
 #include "nm_bcast_auth.h"
+#include "nm_bcast_cache.h"
+#include "nm_bcast_cache_ctl.h"
 #include "nm_bcast_dir.h"
 #include "nm_bcast_fabric.h"
 #include "nm_bcast_wait.h"
@@ -128,6 +130,10 @@ static int bcast_init(nm_t *nm)
 	}
 	nm_ctl_register("bcast_cleanup", ctl_cleanup);
 	nm_ctl_register("bcast_status", ctl_status);
+	/* a node without its cache still receives every file */
+	if (nm_bcast_cache_init(nm->conf.bcast_dir, nm->conf.bcast_cache_bytes))
+		nm_error("bcast: no cache across jobs on this node");
+	nm_bcast_cache_ctl_register();
 	nm_info("bcast: receiving broadcasts into %s (BcastMaxSize=%" PRIu64 ")",
 		nm->conf.bcast_dir, nm->conf.bcast_max_bytes);
 	nm_bcast_dir_report(nm->conf.bcast_dir);
@@ -138,6 +144,7 @@ static void bcast_fini(nm_t *nm)
 {
 	nm_bcast_fabric_stop(nm);
 	nm_bcast_xfer_fini();
+	nm_bcast_cache_fini();
 	nm_bcast_dir_close();
 	nm_bcast_wait_fini();
 }

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nm_bcast_cache.h - what this node received, kept across jobs: a
+ * content-addressed store per user under BcastDir/.cache/<uid>/
+ * (nm_bcast_cache.c), so that a launch of bits a node already holds
+ * costs a check, not a transfer.
+ *
+ * Layout.  BcastDir/.cache and BcastDir/.cache/<uid> are root's, 0700.
+ * An entry is a regular file owned by root and named by the lowercase hex
+ * SHA-256 of its bytes: "<hex>" with mode 0444, or "<hex>.x" with mode
+ * 0555 for a file that had any execute bit.  The same bytes wanted both
+ * ways are two entries: one inode cannot be executable for one job and
+ * not for another.  A job is given an entry as a hard link in its own
+ * directory; root's, read-only, it cannot be changed through that link
+ * (nor chmod-ed, nor written), and the user's other links to it are no
+ * threat for the same reason.  Its data outlives an eviction for as long
+ * as a job links to it.
+ *
+ * Trust.  The name is the hash of what the node itself wrote: insert
+ * copies the data into a file in the user's store (reachable by root
+ * only), hashing the very bytes it writes, so what the user can reach and
+ * change (their extracted file, the bundle) never becomes an entry's
+ * content after it was hashed.  Before reuse an entry is NOT hashed again:
+ * SHA-256 runs at about a gigabyte per second on a core, even with the
+ * CPU's SHA instructions, so re-hashing a container image of a few hundred
+ * megabytes would cost each relaunch more than the whole launch is meant
+ * to.  Reuse relies instead on what only root can do: an entry is used
+ * only if it is a regular file in the 0700 root-owned directory, owned by
+ * root, with exactly the mode the store gives and exactly the size asked
+ * for; anything else is removed and reported absent, so the caller sends
+ * the bytes again.  The link count is no trust signal (see above): it is
+ * only bounded by the file system, and a full one fails the place.
+ *
+ * Bound.  Each user's entries are bounded by a byte limit (storm.conf
+ * BcastCacheSize); an entry's mtime is its last use, set on insert and on
+ * each place.  When an insert takes the store past the limit, the least
+ * recently used entries go, never the one just inserted, until the store
+ * is an eighth under the limit: the sweep reads the whole directory, and
+ * the slack keeps a full store from sweeping on every insert.  A file
+ * larger than the limit is not kept.
+ *
+ * All calls are thread-safe (the transfer threads and the control socket
+ * call them) and take root's file-system identity for their work, giving
+ * the caller's back on return: an extraction runs as the user.
+ */
+#ifndef STORM_NM_BCAST_CACHE_H
+#define STORM_NM_BCAST_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "src/common/storm_sha256.h"
+
+#define NM_BCAST_CACHE_DIR ".cache"
+/* every user, for list and purge */
+#define NM_BCAST_CACHE_ALL ((uid_t) -1)
+
+/*
+ * Open the store under bcast_dir, each user bounded to per_user_bytes
+ * (0: no cache; every call below then returns -EOPNOTSUPP).  Creates
+ * BcastDir/.cache (root's, 0700) and refuses one that is not a directory
+ * owned by root.  May be called again (the previous store is closed).
+ * Returns 0 or -errno (logged).
+ */
+extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes);
+extern void nm_bcast_cache_fini(void);
+extern bool nm_bcast_cache_enabled(void);
+
+/*
+ * Keep the size bytes of the regular file open at fd (read with pread,
+ * from offset 0; its mode decides "<hex>" or "<hex>.x") in uid's store,
+ * and give their SHA-256 in sha_out.  Content already held is not copied
+ * again, only marked used.  Evicts as described above.  Returns 0, or
+ * -EFBIG (larger than the limit), -ESTALE (the file is not size bytes
+ * long, or changed while read), -EOPNOTSUPP (no cache), -errno.
+ */
+extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
+				 uint8_t sha_out[STORM_SHA256_LEN]);
+
+/*
+ * Hard-link uid's entry of this content, size and execute class (any x
+ * bit in mode) at leaf in the directory parentfd, marking it used.
+ * Returns 0; -ENOENT when the store does not hold it (an entry that fails
+ * the checks above is removed and counts as not held); -EOPNOTSUPP (no
+ * cache); or -errno of the link (EEXIST, EXDEV: parentfd on another file
+ * system, EMLINK).
+ */
+extern int nm_bcast_cache_place(uid_t uid, const uint8_t sha[STORM_SHA256_LEN],
+				uint64_t size, unsigned mode, int parentfd,
+				const char *leaf);
+
+/*
+ * One line per entry of uid (or NM_BCAST_CACHE_ALL), in directory order:
+ * "<uid> <sha256 hex> <size> <mode, octal> <last use, seconds since the
+ * epoch>".  Returns the number of lines or -errno.
+ */
+extern int nm_bcast_cache_list(uid_t uid, FILE *out);
+
+/* Remove all of uid's entries (or everyone's) and the user's directory;
+ * links jobs hold stay.  Returns the number of entries removed or
+ * -errno. */
+extern int nm_bcast_cache_purge(uid_t uid);
+
+/* The bytes uid's store holds by the store's count (for tests and
+ * logs); 0 for a user without one. */
+extern uint64_t nm_bcast_cache_bytes(uid_t uid);
+
+#endif /* STORM_NM_BCAST_CACHE_H */
