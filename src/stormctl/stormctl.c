@@ -8,6 +8,8 @@
  *                                  current slot, quantum, per-node acks
  *   stormctl now [--json] [--follow MS] [--now FILE | --status FILE]
  *                                  the slot the nodes run at this instant
+ *   stormctl cache show|purge [--node N] [--user U | --all]
+ *                                  a node's store of broadcast files
  *
  * See stormctl(1).
  */
@@ -17,6 +19,7 @@
 
 #include "src/common/storm_conf.h"
 
+#include "stormctl_cache.h"
 #include "stormctl_now.h"
 #include "stormctl_show.h"
 
@@ -26,6 +29,7 @@ static void usage(FILE *fp)
 		"usage: stormctl check-config [FILE]\n"
 		"       stormctl show [--json] [--status FILE]\n"
 		"       stormctl now [--json] [--follow MS] [--now FILE | --status FILE]\n"
+		"       stormctl cache show|purge [--node N] [--user U | --all]\n"
 		"  check-config  parse storm.conf (FILE, else $STORM_CONF, else\n"
 		"                storm.conf beside $SLURM_CONF or /etc/slurm) and\n"
 		"                print the effective configuration\n"
@@ -34,7 +38,12 @@ static void usage(FILE *fp)
 		"                --json: the parsed status file as one JSON object\n"
 		"  now           the slot the nodes run at this instant, from the\n"
 		"                machine manager's last strobe; --follow MS: a line\n"
-		"                every MS milliseconds until killed\n");
+		"                every MS milliseconds until killed\n"
+		"  cache         what this node keeps of the users' broadcast\n"
+		"                files across jobs (BcastCacheSize): show it, or\n"
+		"                purge it; a user's own store unless root names\n"
+		"                another (--user) or every one (--all, root's\n"
+		"                default); --node: which node manager of this host\n");
 }
 
 static int check_config(const char *file)
@@ -77,6 +86,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "now")) {
 		int rc = now_main(argc - 2, argv + 2);
+
+		if (rc >= 0)
+			return rc;
+	}
+	if (!strcmp(argv[1], "cache")) {
+		int rc = cache_main(argc - 2, argv + 2);
 
 		if (rc >= 0)
 			return rc;
