@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nm_bcast_cache.h"
@@ -44,7 +45,8 @@ static struct {
 	uint64_t limit;
 	ucache_t *u;
 	size_t nu, capu;
-	uint64_t seq;		/* temporary names */
+	char self[48];		/* this store's temporaries: TMP_PREFIX self */
+	uint64_t seq;		/* and a number */
 } store = { .lock = PTHREAD_MUTEX_INITIALIZER, .cachefd = -1 };
 
 /* ------------------------------------------------ file-system identity */
@@ -172,12 +174,14 @@ static int root_dir(int parent, const char *name, bool make)
 }
 
 /* ------------------------------------------------------------ users */
-/* A temporary of another process's: an earlier node manager's. */
+/* A temporary not of this store's: an earlier node manager's (the pid
+ * alone may be the same again, in a container). */
 static bool stale_tmp(const char *name)
 {
-	int pid;
+	size_t n = strlen(TMP_PREFIX);
 
-	return sscanf(name, TMP_PREFIX "%d-", &pid) == 1 && pid != (int) getpid();
+	return !strncmp(name, TMP_PREFIX, n) &&
+	       strncmp(name + n, store.self, strlen(store.self));
 }
 
 /* Count a user directory's entries' bytes; temporaries an earlier node
@@ -328,6 +332,7 @@ static void evict(ucache_t *u, const char *keep)
 /* ------------------------------------------------------------ API */
 extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes)
 {
+	struct timespec now;
 	int bfd, cfd, rc = 0;
 
 	nm_bcast_cache_fini();
@@ -347,9 +352,12 @@ extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes)
 			 cfd == -EPERM ? " (not a directory of root's)" : "");
 		return cfd;
 	}
+	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&store.lock);
 	store.cachefd = cfd;
 	store.limit = per_user_bytes;
+	snprintf(store.self, sizeof(store.self), "%d-%llx.%lx-", (int) getpid(),
+		 (unsigned long long) now.tv_sec, (unsigned long) now.tv_nsec);
 	pthread_mutex_unlock(&store.lock);
 	nm_info("bcast cache: %s/%s, %" PRIu64 " bytes per user", bcast_dir,
 		NM_BCAST_CACHE_DIR, per_user_bytes);
@@ -494,7 +502,7 @@ extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 		rc = -EFBIG;
 	else if ((u = user(uid, true, &rc)) && (dirfd = dup(u->dirfd)) < 0)
 		rc = -errno;
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%" PRIu64, (int) getpid(),
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s%" PRIu64, store.self,
 		 store.seq++);
 	pthread_mutex_unlock(&store.lock);
 	if (rc)

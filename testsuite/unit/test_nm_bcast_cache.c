@@ -360,6 +360,21 @@ START_TEST(unfit_entries_refused)
 }
 END_TEST
 
+START_TEST(empty_file)
+{
+	uint8_t sha[STORM_SHA256_LEN];
+	char hex[STORM_SHA256_HEX];
+	struct stat st;
+
+	ck_assert_int_eq(insert(ALICE, "e", "", 0644, sha), 0);
+	storm_sha256_hex(sha, hex);
+	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	ck_assert_int_eq(nm_bcast_cache_place(ALICE, sha, 0, 0644, jobfd, "e2"), 0);
+	ck_assert_int_eq(fstatat(jobfd, "e2", &st, 0), 0);
+	ck_assert_uint_eq(st.st_size, 0);
+}
+END_TEST
+
 START_TEST(changed_file_refused)
 {
 	uint8_t sha[STORM_SHA256_LEN];
@@ -455,7 +470,9 @@ START_TEST(restart_finds_the_store)
 	int fd;
 
 	ck_assert_int_eq(insert(ALICE, "f", "hello", 0644, sha), 0);
-	snprintf(stale, sizeof(stale), "%s/.cache/%u/.tmp-1-7", base, ALICE);
+	/* even of a process of the same pid (a container's node manager) */
+	snprintf(stale, sizeof(stale), "%s/.cache/%u/.tmp-%d-0.0-7", base, ALICE,
+		 (int) getpid());
 	ck_assert_int_ge(fd = open(stale, O_WRONLY | O_CREAT, 0600), 0);
 	close(fd);
 	nm_bcast_cache_fini();
@@ -764,6 +781,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, caller_identity_kept);
 	tcase_add_test(tc, least_recently_used_evicted);
 	tcase_add_test(tc, unfit_entries_refused);
+	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, changed_file_refused);
 	tcase_add_test(tc, users_apart);
 	tcase_add_test(tc, list_and_purge);
