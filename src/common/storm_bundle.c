@@ -514,6 +514,39 @@ undo:
 	return -1;
 }
 
+storm_bundle_t *storm_bundle_refs(const storm_bundle_t *b,
+				  storm_bundle_hash_f hash, void *arg, char *err,
+				  size_t errlen)
+{
+	storm_bundle_t *r = storm_bundle_new();
+
+	if (!r) {
+		fail(err, errlen, "bundle: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	r->skipped = b->skipped;
+	for (size_t i = 0; i < b->n; i++) {
+		entry_t e = b->e[i];
+		int h = 0;
+
+		if (e.type == 'f') {
+			h = hash(arg, e.src, e.follow, e.size, e.sha, err, errlen);
+			if (h < 0)
+				goto fail;
+			if (h == 0) {
+				e.type = 'c';
+				e.src = NULL;	/* nothing to read when written */
+			}
+		}
+		if (push(r, &e, e.name, e.name_len, err, errlen))
+			goto fail;
+	}
+	return r;
+fail:
+	storm_bundle_free(r);
+	return NULL;
+}
+
 typedef struct {
 	int fd;
 	unsigned char *buf;

@@ -95,6 +95,28 @@ extern int storm_bundle_add_ref(storm_bundle_t *b, const char *name,
 				const uint8_t sha256[STORM_BUNDLE_SHA256],
 				char *err, size_t errlen);
 
+/*
+ * How storm_bundle_refs() learns a file's content: the SHA-256 of the
+ * size bytes at src (follow: src may be a symlink to them) into sha256.
+ * Returns 0 for a reference, 1 to keep the file as data (a file the nodes
+ * lack), or -1 with err.
+ */
+typedef int (*storm_bundle_hash_f)(void *arg, const char *src, bool follow,
+				   uint64_t size,
+				   uint8_t sha256[STORM_BUNDLE_SHA256],
+				   char *err, size_t errlen);
+
+/*
+ * A copy of b in which each file is a reference or data as hash() says,
+ * directories, symlinks and references as they are, in the same order:
+ * the bundle a launch sends first to learn what the nodes hold (every
+ * file a reference), then with the files some node lacked as data.
+ * NULL with err on failure.
+ */
+extern storm_bundle_t *storm_bundle_refs(const storm_bundle_t *b,
+					 storm_bundle_hash_f hash, void *arg,
+					 char *err, size_t errlen);
+
 /* The exact byte size storm_bundle_write() will produce. */
 extern uint64_t storm_bundle_size(const storm_bundle_t *b);
 extern uint64_t storm_bundle_entries(const storm_bundle_t *b);

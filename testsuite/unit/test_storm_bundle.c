@@ -672,7 +672,7 @@ END_TEST
  * the leaf (0444, as a cache's would be), any other is absent and
  * recorded. */
 typedef struct {
-	const char *content[4];
+	const char *content[8];
 	int placed, absent;
 	char absent_leaf[64];
 	unsigned mode_seen;
@@ -696,7 +696,7 @@ static int resolve(void *arg, int parentfd, const char *leaf,
 
 	r->mode_seen = mode;
 	r->size_seen = size;
-	for (int i = 0; i < 4 && r->content[i]; i++) {
+	for (int i = 0; i < 8 && r->content[i]; i++) {
 		sha_of(r->content[i], want);
 		if (memcmp(want, sha, sizeof(want)) ||
 		    size != strlen(r->content[i]))
@@ -922,6 +922,67 @@ START_TEST(file_done_sees_each_file)
 }
 END_TEST
 
+/* The test's "hash": the file's bytes; "xx" stays data. */
+static int hash_file(void *arg, const char *src, bool follow, uint64_t size,
+		     uint8_t sha[STORM_BUNDLE_SHA256], char *why, size_t whylen)
+{
+	char buf[64] = "";
+	int fd = open(src, O_RDONLY | (follow ? 0 : O_NOFOLLOW));
+
+	(void) arg;
+	if (fd < 0) {
+		snprintf(why, whylen, "%s: %s", src, strerror(errno));
+		return -1;
+	}
+	ck_assert_int_eq(read(fd, buf, sizeof(buf) - 1), (ssize_t) size);
+	close(fd);
+	sha_of(buf, sha);
+	return strcmp(buf, "xx") ? 0 : 1;
+}
+
+static int hash_fails(void *arg, const char *src, bool follow, uint64_t size,
+		      uint8_t sha[STORM_BUNDLE_SHA256], char *why, size_t whylen)
+{
+	(void) arg, (void) follow, (void) size, (void) sha;
+	snprintf(why, whylen, "%s: no hash", src);
+	return -1;
+}
+
+START_TEST(refs_of_a_bundle)
+{
+	storm_bundle_ops_t ops = { .ref = resolve };
+	resolver_t r = { .content = { "hello", "", "s", "r", "ELF" } };
+	storm_bundle_t *b, *refs;
+	unsigned char *p;
+	size_t len;
+
+	make_tree();
+	b = tree_bundle();
+	ck_assert_ptr_nonnull(refs = storm_bundle_refs(b, hash_file, NULL, err,
+						       sizeof(err)));
+	ck_assert_uint_eq(storm_bundle_entries(refs), storm_bundle_entries(b));
+	ck_assert_uint_eq(storm_bundle_skipped(refs), storm_bundle_skipped(b));
+	/* five files' 10 bytes of data become five hashes */
+	ck_assert_uint_eq(storm_bundle_size(refs), storm_bundle_size(b) - 10 +
+			  5 * STORM_BUNDLE_SHA256);
+	p = written(refs, &len);
+	ck_assert_msg(extract_ex(p, len, "out", &ops, &r) == 0, "%s", err);
+	/* files as references: hello, empty, suid, ro/f, the library */
+	ck_assert_int_eq(r.placed, 5);
+	is_file("out/job/tree/a", "hello", 0444);
+	is_file("out/job/tree/empty", "", 0444);
+	is_file("out/job/tree/sub/deeper/x", "xx", 0750);
+	is_file("out/job/lib/libfoo.so", "ELF", 0444);
+	is_link("out/job/tree/link", "a");
+	is_dir("out/job/tree/ro", 0555);
+	free(p);
+	storm_bundle_free(refs);
+	ck_assert_ptr_null(storm_bundle_refs(b, hash_fails, NULL, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, ": no hash"));
+	storm_bundle_free(b);
+}
+END_TEST
+
 START_TEST(crafted_refs_refused)
 {
 	storm_bundle_ops_t ops = { .ref = resolve };
@@ -979,6 +1040,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, refs_duplicates_and_conflicts);
 	tcase_add_test(tc, file_done_sees_each_file);
 	tcase_add_test(tc, crafted_refs_refused);
+	tcase_add_test(tc, refs_of_a_bundle);
 	suite_add_tcase(s, tc);
 	return s;
 }
