@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_nm_bcast_cache.c - the node manager's store of broadcast files
- * across jobs (src/nm/nm_bcast_cache.c, nm_bcast_cache_ctl.c): content
+ * across jobs (src/nm/nm_bcast_cache.c, nm_bcast_cache_ctl.c,
+ * nm_bcast_cache_ops.c): content
  * named by its SHA-256, kept as root's read-only files per user, placed
  * as hard links, the least recently used evicted past the limit, entries
  * that are not as the store left them refused, users kept apart, and the
  * control commands' rule that only root sees or purges another's; then a
- * bundle extracted through the store, and a second one of references.
+ * bundle extracted through the store as its user, and a second one of
+ * references, placed or named absent.
  *
  * Needs root (the store is root's and hands out links as root).
  */
@@ -27,6 +29,7 @@
 #include "src/nm/nm.h"
 #include "src/nm/nm_bcast_cache.h"
 #include "src/nm/nm_bcast_cache_ctl.h"
+#include "src/nm/nm_bcast_cache_ops.h"
 
 #include "check_run.h"
 
@@ -590,42 +593,21 @@ END_TEST
 /* ---- a bundle through the store ---- */
 
 typedef struct {
-	uid_t uid;
-	int inserted, placed, absent;
-	uint8_t sha[4][STORM_SHA256_LEN];
-} via_t;
+	int n;
+	uint8_t sha[STORM_BUNDLE_SHA256];
+	uint64_t size;
+	unsigned mode;
+} absent_t;
 
-static int via_ref(void *arg, int parentfd, const char *leaf,
-		   const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
-		   unsigned mode, char *err, size_t errlen)
+static void note_absent(void *arg, const uint8_t sha[STORM_BUNDLE_SHA256],
+			uint64_t size, unsigned mode)
 {
-	via_t *v = arg;
-	int rc = nm_bcast_cache_place(v->uid, sha, size, mode, parentfd, leaf);
+	absent_t *a = arg;
 
-	if (rc == -ENOENT) {
-		v->absent++;
-		return STORM_BUNDLE_ABSENT;
-	}
-	if (rc) {
-		snprintf(err, errlen, "cache: %s", strerror(-rc));
-		return -1;
-	}
-	v->placed++;
-	return 0;
-}
-
-static int via_done(void *arg, int parentfd, const char *leaf, int fd,
-		    const void *data, uint64_t size)
-{
-	via_t *v = arg;
-
-	(void) parentfd;
-	(void) leaf;
-	(void) data;
-	/* the store is an optimisation: its failure is not the file's */
-	if (!nm_bcast_cache_insert(v->uid, fd, size, v->sha[v->inserted & 3]))
-		v->inserted++;
-	return 0;
+	a->n++;
+	memcpy(a->sha, sha, sizeof(a->sha));
+	a->size = size;
+	a->mode = mode;
 }
 
 static size_t write_bundle(storm_bundle_t *b, const char *name, void **buf)
@@ -642,16 +624,38 @@ static size_t write_bundle(storm_bundle_t *b, const char *name, void **buf)
 	return n;
 }
 
+/* Extract b into job_1/<dir> through alice's or bob's store, as the node
+ * manager does: with the user's file-system identity. */
+static int extract_via(storm_bundle_t *b, const char *dir,
+		       nm_bcast_cache_use_t *use, char *err, size_t errlen)
+{
+	void *buf;
+	size_t n = write_bundle(b, "bundle", &buf);
+	int out, rc;
+
+	ck_assert_int_eq(mkdirat(jobfd, dir, 0700), 0);
+	ck_assert_int_eq(fchownat(jobfd, dir, use->uid, use->uid, 0), 0);
+	ck_assert_int_ge(out = openat(jobfd, dir, O_RDONLY | O_DIRECTORY), 0);
+	syscall(SYS_setfsgid, use->uid);
+	syscall(SYS_setfsuid, use->uid);
+	rc = storm_bundle_extract_ex(buf, n, out, &nm_bcast_cache_ops, use,
+				     err, errlen);
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
+	close(out);
+	free(buf);
+	return rc;
+}
+
 START_TEST(bundle_through_the_store)
 {
-	storm_bundle_ops_t ops = { .ref = via_ref, .file_done = via_done };
 	static const uint8_t unheld[STORM_BUNDLE_SHA256] = { 9, 9, 9 };
-	via_t v = { .uid = ALICE };
+	absent_t missing = { 0 };
+	nm_bcast_cache_use_t use = { .uid = ALICE, .absent = note_absent,
+				     .arg = &missing };
 	storm_bundle_t *b = storm_bundle_new();
+	uint8_t sha[STORM_SHA256_LEN];
 	char err[512], src[4200];
-	void *buf;
-	size_t n;
-	int out;
 
 	/* a first launch: files travel, the store keeps them */
 	ck_assert_int_eq(mkdirat(basefd, "src", 0755), 0);
@@ -659,47 +663,74 @@ START_TEST(bundle_through_the_store)
 	close(job_file("../src/lib.so", "ELF library", 0755));
 	ck_assert_int_eq(storm_bundle_add(b, src, "lib/lib.so", false, err,
 					  sizeof(err)), 0);
-	n = write_bundle(b, "first", &buf);
-	ck_assert_int_eq(mkdirat(jobfd, "s0_tree", 0700), 0);
-	ck_assert_int_ge(out = openat(jobfd, "s0_tree", O_RDONLY | O_DIRECTORY), 0);
-	ck_assert_msg(storm_bundle_extract_ex(buf, n, out, &ops, &v, err,
-					      sizeof(err)) == 0, "%s", err);
-	close(out);
-	free(buf);
+	ck_assert_msg(extract_via(b, "s0_tree", &use, err, sizeof(err)) == 0,
+		      "%s", err);
 	storm_bundle_free(b);
-	ck_assert_int_eq(v.inserted, 1);
-	ck_assert_int_eq(access(entry_path(ALICE, v.sha[0], true), F_OK), 0);
+	ck_assert_uint_eq(use.kept, 1);
+	ck_assert_uint_eq(use.kept_bytes, 11);
+	ck_assert_int_eq(storm_sha256_buf("ELF library", 11, sha), 0);
+	ck_assert_int_eq(access(entry_path(ALICE, sha, true), F_OK), 0);
 
-	/* the next: references only, every one placed */
+	/* the next: references; what the store lacks is named */
 	b = storm_bundle_new();
-	ck_assert_int_eq(storm_bundle_add_ref(b, "lib/lib.so", 0755, 11, v.sha[0],
+	ck_assert_int_eq(storm_bundle_add_ref(b, "lib/lib.so", 0755, 11, sha,
 					      err, sizeof(err)), 0);
-	ck_assert_int_eq(storm_bundle_add_ref(b, "lib/other.so", 0755, 11,
+	ck_assert_int_eq(storm_bundle_add_ref(b, "lib/other.so", 0644, 7,
 					      unheld, err, sizeof(err)), 0);
-	n = write_bundle(b, "second", &buf);
-	ck_assert_int_eq(mkdirat(jobfd, "s1_tree", 0700), 0);
-	ck_assert_int_ge(out = openat(jobfd, "s1_tree", O_RDONLY | O_DIRECTORY), 0);
-	ck_assert_int_eq(storm_bundle_extract_ex(buf, n, out, &ops, &v, err,
-						 sizeof(err)), STORM_BUNDLE_ABSENT);
-	ck_assert_ptr_nonnull(strstr(err, "'lib/other.so': not in this node's cache"));
-	ck_assert_int_eq(v.placed, 1);
-	ck_assert_int_eq(v.absent, 1);
-	reads(out, "lib/lib.so", "ELF library");
-	close(out);
-	free(buf);
+	ck_assert_int_eq(extract_via(b, "s1_tree", &use, err, sizeof(err)),
+			 STORM_BUNDLE_ABSENT);
 	storm_bundle_free(b);
-	/* a user whose store lacks it is told so */
-	v.uid = BOB;
+	ck_assert_ptr_nonnull(strstr(err, "'lib/other.so': not in this node's cache"));
+	ck_assert_uint_eq(use.placed, 1);
+	ck_assert_uint_eq(use.placed_bytes, 11);
+	ck_assert_uint_eq(use.missing, 1);
+	ck_assert_int_eq(missing.n, 1);
+	ck_assert_mem_eq(missing.sha, unheld, sizeof(unheld));
+	ck_assert_uint_eq(missing.size, 7);
+	ck_assert_uint_eq(missing.mode, 0644);
+	reads(jobfd, "s1_tree/lib/lib.so", "ELF library");
+	/* the user reads their link and cannot change what it names */
+	{
+		int fd, w, e;
+
+		syscall(SYS_setfsgid, ALICE);
+		syscall(SYS_setfsuid, ALICE);
+		fd = openat(jobfd, "s1_tree/lib/lib.so", O_RDONLY);
+		w = openat(jobfd, "s1_tree/lib/lib.so", O_WRONLY);
+		e = errno;
+		ck_assert_int_eq(fchmodat(jobfd, "s1_tree/lib/lib.so", 0777, 0), -1);
+		syscall(SYS_setfsuid, 0);
+		syscall(SYS_setfsgid, 0);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		ck_assert_int_eq(w, -1);
+		ck_assert_int_eq(e, EACCES);
+	}
+
+	/* another user's store lacks it */
+	use = (nm_bcast_cache_use_t) { .uid = BOB };
 	b = storm_bundle_new();
-	ck_assert_int_eq(storm_bundle_add_ref(b, "lib.so", 0755, 11, v.sha[0], err,
+	ck_assert_int_eq(storm_bundle_add_ref(b, "lib.so", 0755, 11, sha, err,
 					      sizeof(err)), 0);
-	n = write_bundle(b, "third", &buf);
-	ck_assert_int_eq(mkdirat(jobfd, "s2_tree", 0700), 0);
-	ck_assert_int_ge(out = openat(jobfd, "s2_tree", O_RDONLY | O_DIRECTORY), 0);
-	ck_assert_int_eq(storm_bundle_extract_ex(buf, n, out, &ops, &v, err,
-						 sizeof(err)), STORM_BUNDLE_ABSENT);
-	close(out);
-	free(buf);
+	ck_assert_int_eq(extract_via(b, "s2_tree", &use, err, sizeof(err)),
+			 STORM_BUNDLE_ABSENT);
+	ck_assert_uint_eq(use.missing, 1);
+	storm_bundle_free(b);
+
+	/* without a cache every reference is absent, every file extracted */
+	nm_bcast_cache_fini();
+	ck_assert_int_eq(nm_bcast_cache_init(base, 0), 0);
+	use = (nm_bcast_cache_use_t) { .uid = ALICE };
+	b = storm_bundle_new();
+	ck_assert_int_eq(storm_bundle_add(b, src, "lib.so", false, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(storm_bundle_add_ref(b, "ref.so", 0755, 11, sha, err,
+					      sizeof(err)), 0);
+	ck_assert_int_eq(extract_via(b, "s3_tree", &use, err, sizeof(err)),
+			 STORM_BUNDLE_ABSENT);
+	ck_assert_uint_eq(use.not_kept, 1);
+	ck_assert_uint_eq(use.missing, 1);
+	reads(jobfd, "s3_tree/lib.so", "ELF library");
 	storm_bundle_free(b);
 }
 END_TEST

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nm_bcast_cache_ops.c - storm_bundle_extract_ex()'s ops over the
+ * broadcast cache (nm_bcast_cache_ops.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nm_bcast_cache.h"
+#include "nm_bcast_cache_ops.h"
+#include "nm_log.h"
+
+static int ref(void *arg, int parentfd, const char *leaf,
+	       const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
+	       unsigned mode, char *err, size_t errlen)
+{
+	nm_bcast_cache_use_t *use = arg;
+	int rc = nm_bcast_cache_place(use->uid, sha, size, mode, parentfd,
+				      leaf);
+
+	switch (rc) {
+	case 0:
+		use->placed++;
+		use->placed_bytes += size;
+		return 0;
+	case -ENOENT:
+	case -EOPNOTSUPP:
+	case -EXDEV:
+	case -EMLINK:
+		use->missing++;
+		if (use->absent)
+			use->absent(use->arg, sha, size, mode);
+		return STORM_BUNDLE_ABSENT;
+	default:
+		snprintf(err, errlen, "from the cache: %s", strerror(-rc));
+		return -1;
+	}
+}
+
+static int file_done(void *arg, int parentfd, const char *leaf, int fd,
+		     const void *data, uint64_t size)
+{
+	nm_bcast_cache_use_t *use = arg;
+	uint8_t sha[STORM_SHA256_LEN];
+	int rc;
+
+	(void) parentfd;
+	(void) data;	/* the user can write to it: read from fd instead */
+	rc = nm_bcast_cache_insert(use->uid, fd, size, sha);
+	if (!rc) {
+		use->kept++;
+		use->kept_bytes += size;
+	} else {
+		use->not_kept++;
+		if (rc != -EOPNOTSUPP && rc != -EFBIG)
+			nm_verbose("bcast cache: uid %u: %s not kept: %s",
+				   (unsigned) use->uid, leaf, strerror(-rc));
+	}
+	return 0;
+}
+
+const storm_bundle_ops_t nm_bcast_cache_ops = {
+	.ref = ref,
+	.file_done = file_done,
+};
