@@ -516,12 +516,14 @@ extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 	}
 	if ((rc = copy_hashed(fd, out, size, sha_out)))
 		goto done;
-	if (fchmod(out, entry_mode(exec)) || close(out)) {
-		out = -1;
+	if (fchmod(out, entry_mode(exec))) {
 		rc = -errno;
 		goto done;
 	}
+	rc = close(out) ? -errno : 0;
 	out = -1;
+	if (rc)
+		goto done;
 	name_of(sha_out, exec, name);
 	pthread_mutex_lock(&store.lock);
 	rc = commit(uid, dirfd, tmp, name, exec, size);
@@ -578,7 +580,7 @@ extern int nm_bcast_cache_place(uid_t uid, const uint8_t sha[STORM_SHA256_LEN],
 		rc = -errno;
 	goto done;
 unfit:
-	nm_error("bcast cache: uid %u: %s is not as the cache left it; removed",
+	nm_error("bcast cache: uid %u: %s fails its checks (a regular file of root's, its mode, the size asked for); removed",
 		 (unsigned) uid, name);
 	if (!fstatat(u->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
 	    !unlinkat(u->dirfd, name, 0) && S_ISREG(st.st_mode))
