@@ -39,6 +39,13 @@
  * The credential is srun's, so every node, the relay included, checks the
  * same uid and job; the relay is trusted with the bytes only as far as the
  * checksum in that credential goes.
+ *
+ * A bundle (kind=tree) may carry references instead of files (storm.conf
+ * BcastCacheSize): srun first sends the bundle with every file as its
+ * SHA-256, each node places what its cache holds, and a node lacking any
+ * reports ABSENT at step 4 (keeping nothing of it).  The relay then
+ * answers STORM_RELAY_REP_ABSENT, and srun sends the bundle with the files,
+ * under a new key, which each node extracts and keeps in its cache.
  */
 #ifndef STORM_BCAST_H
 #define STORM_BCAST_H
@@ -149,9 +156,14 @@ static inline int storm_bcast_io(int fd, void *buf, size_t len, bool wr)
  * times on success, what failed (naming nodes) otherwise. */
 #define STORM_RELAY_REP_MAGIC	0x53524c52u	/* "SRLR" */
 #define STORM_RELAY_MAX_MSG	4096
+#define STORM_RELAY_REP_OK	0	/* every node holds the file */
+#define STORM_RELAY_REP_FAILED	1	/* the text says what failed */
+#define STORM_RELAY_REP_ABSENT	2	/* a bundle of references: every node
+					 * that did not place it all lacked
+					 * some files, nothing else failed */
 typedef struct storm_relay_rep {
 	uint32_t magic;
-	uint32_t status;	/* 0: every node holds the file */
+	uint32_t status;	/* STORM_RELAY_REP_* */
 	uint32_t msg_len;
 	uint32_t pad;
 } storm_relay_rep_t;
@@ -168,6 +180,9 @@ enum storm_bcast_state {
 	STORM_BCAST_EBADMSG = 0x15,	/* checksum mismatch */
 	STORM_BCAST_ABORTED = 0x16,	/* the transfer was aborted */
 	STORM_BCAST_EBADTREE = 0x17,	/* a bundle that cannot be extracted */
+	STORM_BCAST_ABSENT = 0x18,	/* a bundle's references this node's
+					 * cache does not hold: the sender
+					 * sends the files themselves */
 };
 #define STORM_BCAST_VAL(key, st) \
 	((((uint64_t) (key) & STORM_BCAST_KEY_MASK) << 8) | (uint64_t) (st))
@@ -187,6 +202,8 @@ static inline const char *storm_bcast_state_str(int st)
 	case STORM_BCAST_ABORTED: return "transfer aborted";
 	case STORM_BCAST_EBADTREE:
 		return "the files cannot be laid out on the node (malformed bundle or a name the node refuses)";
+	case STORM_BCAST_ABSENT:
+		return "some of the files are not in the node's cache";
 	}
 	return "no answer";
 }

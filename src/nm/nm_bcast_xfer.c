@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "nm_bcast_auth.h"
+#include "nm_bcast_cache_ops.h"
 #include "nm_bcast_dir.h"
 #include "nm_bcast_xfer.h"
 #include "src/common/storm_mutex.h"
@@ -252,13 +253,17 @@ extern bool nm_bcast_xfer_verify(nm_bcast_xfer_t *x)
  * A verified bundle extracted into a hidden directory beside it, with the
  * user's file-system identity (what the user could not create, the NM
  * does not either), then renamed to the transfer's name, replacing an
- * older tree of that name at once; the bundle file goes.  Returns
- * STORM_BCAST_DONE or why not; nothing of a failed extraction stays.
+ * older tree of that name at once; the bundle file goes.  References are
+ * placed from the user's cache on this node and the files received are
+ * kept in it (nm_bcast_cache_ops.h); a reference the cache does not hold
+ * makes the whole tree ABSENT.  Returns STORM_BCAST_DONE or why not;
+ * nothing of a failed extraction stays.
  */
 static int extract_tree(nm_bcast_xfer_t *x)
 {
+	nm_bcast_cache_use_t use = { .uid = x->uid };
 	char dir[64], err[512];
-	int fd, st = STORM_BCAST_DONE;
+	int fd, rc, st = STORM_BCAST_DONE;
 
 	snprintf(dir, sizeof(dir), NM_BCAST_TMP_PREFIX "d%012" PRIx64, x->key);
 	nm_bcast_fs_user(x->uid, x->gid);
@@ -269,10 +274,20 @@ static int extract_tree(nm_bcast_xfer_t *x)
 			 x->job, x->name, strerror(errno));
 		st = STORM_BCAST_EIO;
 	} else {
-		if (storm_bundle_extract(x->map, x->size, fd, err,
-					 sizeof(err))) {
+		rc = storm_bundle_extract_ex(x->map, x->size, fd,
+					     &nm_bcast_cache_ops, &use, err,
+					     sizeof(err));
+		if (rc == STORM_BUNDLE_ABSENT) {
+			nm_info("bcast: job %u: %s: %" PRIu64 " of its files are not in this node's cache (%" PRIu64 " are): %s",
+				x->job, x->name, use.missing, use.placed, err);
+			st = STORM_BCAST_ABSENT;
+		} else if (rc) {
 			nm_error("bcast: job %u: %s: %s", x->job, x->name, err);
 			st = STORM_BCAST_EBADTREE;
+		} else if (use.placed || use.kept) {
+			nm_verbose("bcast: job %u: %s: %" PRIu64 " files (%" PRIu64 " bytes) from this node's cache, %" PRIu64 " received kept in it (%" PRIu64 " bytes)",
+				   x->job, x->name, use.placed,
+				   use.placed_bytes, use.kept, use.kept_bytes);
 		}
 		close(fd);
 	}

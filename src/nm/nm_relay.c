@@ -280,6 +280,7 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 			   err, errlen);
 		return -1;
 	}
+	/* -2: only references some node lacks (storm_bcast.h) */
 	return nm_relay_wait_state(set, key, STORM_BCAST_DONE, size, err,
 				   errlen);
 fail:
@@ -359,10 +360,12 @@ static void drain(int fd, uint64_t len)
 }
 
 /*
- * One request from srun; fills msg with the answer's text.  Returns 0 when
- * every node of the step holds the file.  *unread: file bytes srun has yet
- * to send when it fails early, so that they can be read off before the
- * answer (srun reads it only once the file is out).
+ * One request from srun; fills msg with the answer's text.  Returns
+ * STORM_RELAY_REP_OK when every node of the step holds the file,
+ * STORM_RELAY_REP_ABSENT when a bundle's references were all that some
+ * nodes lacked, STORM_RELAY_REP_FAILED otherwise.  *unread: file bytes
+ * srun has yet to send when it fails early, so that they can be read off
+ * before the answer (srun reads it only once the file is out).
  */
 static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 {
@@ -376,9 +379,9 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	uint8_t *map;
 	double t0 = storm_mono_ms(), t_man, t_mc[3] = { 0, 0, 0 }, t_end, t_go;
 	double t_begin = t0;
-	int st, rc = -1;
+	int st, rc = -1, mrc;
 	uid_t uid = (uid_t) -1;
-	bool reported = false;
+	bool reported = false, absent = false;
 
 	err[0] = '\0';
 	if (rq->hdr.size <= relay.nm->conf.bcast_max_bytes)
@@ -417,12 +420,15 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 			  sizeof(err)))
 		goto done;
 	t_man = storm_mono_ms();
-	if (multicast(fd, &set, key, f, map, size, t_mc, unread, err,
-		      sizeof(err)))
+	if ((mrc = multicast(fd, &set, key, f, map, size, t_mc, unread, err,
+			     sizeof(err)))) {
+		absent = mrc == -2;
 		goto done;
+	}
 	st = nm_bcast_finish(f, true);
 	f = NULL;
 	if (st != STORM_BCAST_DONE) {
+		absent = st == STORM_BCAST_ABSENT;
 		snprintf(err, sizeof(err), "node %s: %s", relay.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;
@@ -446,11 +452,17 @@ done:
 		nm_bcast_finish(f, false);
 	if (uid != (uid_t) -1)
 		user_slot_give(uid);
+	if (rc && absent) {
+		snprintf(msg, msglen, "%s", err);
+		nm_verbose("relay: %s lack some of the files referenced: %s",
+			   nodes, err);
+		return STORM_RELAY_REP_ABSENT;
+	}
 	if (rc) {
 		snprintf(msg, msglen, "%s", err);
 		nm_error("relay: broadcast to %s failed: %s", nodes, err);
 	}
-	return rc;
+	return rc ? STORM_RELAY_REP_FAILED : STORM_RELAY_REP_OK;
 }
 
 static void conn_release(conn_t *c)
@@ -492,7 +504,7 @@ static void *conn_main(void *arg)
 	conn_t *c = arg;
 	char msg[STORM_RELAY_MAX_MSG];
 	uint64_t unread = 0;
-	int status = serve(c, msg, sizeof(msg), &unread) ? 1 : 0;
+	int status = serve(c, msg, sizeof(msg), &unread);
 
 	drain(c->fd, unread);
 	reply(c->fd, status, msg);

@@ -57,6 +57,7 @@ static int node_state(int rank, int var, uint64_t key)
 		STORM_BCAST_READY, STORM_BCAST_DONE, STORM_BCAST_EPERM,
 		STORM_BCAST_ENOSPC, STORM_BCAST_EFBIG, STORM_BCAST_EIO,
 		STORM_BCAST_EBADMSG, STORM_BCAST_ABORTED, STORM_BCAST_EBADTREE,
+		STORM_BCAST_ABSENT,
 	};
 	storm_set_t one, unr;
 
@@ -121,12 +122,12 @@ static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
 
 /* Ask each node of set for its state: 0 with the ones not at `want` yet
  * in pending, or -1 with err set when a node refused (every refusal, with
- * its reason) or did not answer. */
+ * its reason) or did not answer; -2 when every refusal was ABSENT. */
 static int ask_each(const storm_set_t *set, uint64_t key, int want,
 		    storm_set_t *pending, char *err, size_t errlen)
 {
 	int var = storm_bcast_var(key);
-	bool refused = false;
+	bool refused = false, only_absent = true;
 	size_t o = 0;
 
 	storm_set_clear(pending);
@@ -149,11 +150,12 @@ static int ask_each(const storm_set_t *set, uint64_t key, int want,
 			if (k > 0 && (size_t) k < errlen - o)
 				o += k;
 			refused = true;
+			only_absent = only_absent && st == STORM_BCAST_ABSENT;
 		} else {
 			storm_set_add(pending, n);
 		}
 	}
-	return refused ? -1 : 0;
+	return !refused ? 0 : only_absent ? -2 : -1;
 }
 
 /*
@@ -236,8 +238,8 @@ extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 				break;
 			continue;
 		}
-		if (ask_each(set, key, want, &pending, err, errlen))
-			return -1;
+		if ((r = ask_each(set, key, want, &pending, err, errlen)))
+			return r;
 		progress(set, &pending, key, want);
 		if (!storm_set_count(&pending))
 			continue;	/* everyone got there meanwhile */

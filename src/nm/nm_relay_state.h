@@ -24,7 +24,9 @@ extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key);
 /* Until every node of set reports `want`: 0, or -1 with err naming the
  * nodes that refused (with their reasons), did not answer or did not get
- * there within nm_relay_wait_ms() of a file of size bytes. */
+ * there within nm_relay_wait_ms() of a file of size bytes; -2 (err set)
+ * when every node that refused lacked some of a bundle's references
+ * (STORM_BCAST_ABSENT). */
 extern int nm_relay_wait_state(const storm_set_t *set, uint64_t key, int want,
 		      uint64_t size, char *err, size_t errlen);
 /* Timeout, plus what a file of size bytes takes a busy node to allocate or

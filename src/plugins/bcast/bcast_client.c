@@ -330,6 +330,11 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	if ((io = storm_bcast_io(sock, rmsg, rep.msg_len, false)))
 		goto lost;
 	rmsg[rep.msg_len] = '\0';
+	if (ntohl(rep.status) == STORM_RELAY_REP_ABSENT && req->tree) {
+		snprintf(err, errlen, "%s", rmsg);
+		rc = 1;
+		goto done;
+	}
 	if (ntohl(rep.status)) {
 		snprintf(err, errlen, "%s", rmsg);
 		goto done;

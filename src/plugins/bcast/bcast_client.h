@@ -43,7 +43,9 @@ extern uint64_t storm_bcast_wait_ms(const storm_conf_t *conf, uint64_t size);
  * Broadcast one file to the node managers of nodelist and confirm that
  * every node holds it.  On success *remote (malloc'ed) is the path on the
  * nodes.  On failure err names the node(s) and the reason; no node keeps
- * a partial file.  Returns 0 or -1.
+ * a partial file.  Returns 0 or -1, or 1 for a bundle of references
+ * (storm_bundle_refs()) that some node could not place from its cache,
+ * when nothing else failed: send the files then.
  */
 extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			   char *err, size_t errlen);

@@ -151,7 +151,7 @@ static int _prepare_tree(storm_handover_t *h, const char *path,
 		return 0;
 	rc = storm_tree_build(&h->tree, path, h->libs, h->libs && !h->keep_path,
 			      h->exclude, h->files, h->conf.bcast_max_bytes,
-			      err, sizeof(err));
+			      h->conf.bcast_cache_bytes > 0, err, sizeof(err));
 	if (h->tree.note[0])
 		slurm_info("%s: %s: %sthe tasks load them from their own paths",
 			   h->prefix, path, h->tree.note);
@@ -173,6 +173,9 @@ static int _prepare_tree(storm_handover_t *h, const char *path,
 		snprintf(h->tname, sizeof(h->tname), "s%u_tree", step);
 	}
 	h->treq.dest_name = h->tname;
+	h->rreq = h->treq;
+	h->rreq.path = h->tree.rfd >= 0 ? h->tree.rpath : NULL;
+	h->tree_placed = false;
 	if (!(h->tremote = storm_bcast_remote(&h->treq))) {
 		slurm_error("%s: out of memory", h->prefix);
 		return -1;
@@ -230,15 +233,46 @@ extern int storm_handover_prepare(storm_handover_t *h, const char *path,
 	return _prepare_tree(h, path, step);
 }
 
-/* The executable, then its bundle: all or nothing (a task waits for the
- * last one, so it starts only when both are on every node). */
+/*
+ * The bundle as references first (when the nodes keep a cache): when
+ * every node placed every file from its own cache, the tree is in place
+ * and the bundle itself does not travel.  Runs before the executable's
+ * transfer starts, so that srun knows which transfer the tasks wait for.
+ * A node that lacked a file, or any failure here, only means the bundle
+ * is sent: its transfer says what is wrong, if anything is.
+ */
+static void _probe(storm_handover_t *h)
+{
+	char *tremote = NULL, err[STORM_RELAY_MAX_MSG + 64];
+	int rc;
+
+	if (!h->has_tree || !h->rreq.path || h->tree_placed)
+		return;
+	do
+		h->rreq.key = storm_bcast_new_key();
+	while (h->rreq.key == h->req.key || h->rreq.key == h->treq.key);
+	rc = storm_bcast_run(&h->rreq, &tremote, err, sizeof(err));
+	free(tremote);
+	h->tree_placed = rc == 0;
+	if (rc == 0)
+		slurm_verbose("%s: every node held the %d libraries and named files in its cache: %" PRIu64 " bytes of references sent instead of %" PRIu64,
+			      h->prefix, h->tree.libs + h->tree.files,
+			      h->tree.rsize, h->tree.size);
+	else
+		slurm_verbose("%s: sending the libraries and named files (%" PRIu64 " bytes): %s",
+			      h->prefix, h->tree.size, err);
+}
+
+/* The executable, then its bundle unless the nodes' caches placed it: all
+ * or nothing (a task waits for the last one, so it starts only when both
+ * are on every node). */
 static int _run_all(storm_handover_t *h, char **remote)
 {
 	char *tremote = NULL;
 	int rc = storm_bcast_run(&h->req, remote, h->err, sizeof(h->err));
 
 	h->tree_failed = false;
-	if (!rc && h->has_tree) {
+	if (!rc && h->has_tree && !h->tree_placed) {
 		rc = storm_bcast_run(&h->treq, &tremote, h->err,
 				     sizeof(h->err));
 		h->tree_failed = rc != 0;
@@ -249,6 +283,7 @@ static int _run_all(storm_handover_t *h, char **remote)
 
 extern int storm_handover_run(storm_handover_t *h)
 {
+	_probe(h);
 	free(h->remote);
 	h->remote = NULL;
 	h->rc = _run_all(h, &h->remote);
@@ -283,7 +318,9 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 		do
 			h->treq.key = storm_bcast_new_key();
 		while (h->treq.key == h->req.key);
-		wait_key = h->treq.key;
+		_probe(h);
+		if (!h->tree_placed)
+			wait_key = h->treq.key;
 	}
 	free(h->remote);
 	h->remote = storm_bcast_remote(&h->req);
@@ -292,7 +329,8 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 			    h->remote ? strerror(errno) : "out of memory");
 		return -1;
 	}
-	size = (uint64_t) st.st_size + (h->has_tree ? h->tree.size : 0);
+	size = (uint64_t) st.st_size +
+	       (h->has_tree && !h->tree_placed ? h->tree.size : 0);
 	snprintf(wait_val, len, "%" PRIx64 ":%" PRIu64, wait_key,
 		 storm_bcast_wait_ms(&h->conf, size));
 	if ((prc = pthread_create(&h->thread, NULL, _thread, h))) {

@@ -44,6 +44,10 @@ typedef struct storm_handover {
 	/* what travels with it (bcast_tree.h), when has_tree */
 	bool has_tree;
 	bool tree_failed;	/* the error is the bundle's, not the executable's */
+	/* the bundle of references (tree.rfd), sent first: when every node
+	 * placed it from its cache, the bundle itself is not sent */
+	storm_bcast_req_t rreq;
+	bool tree_placed;
 	storm_tree_t tree;
 	storm_bcast_req_t treq;
 	char tname[256];

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "src/common/storm_bundle.h"
+#include "src/common/storm_sha256.h"
 #include "bcast_libs.h"
 #include "bcast_tree.h"
 
@@ -157,37 +158,93 @@ static void _add_libs(storm_tree_t *t, storm_bundle_t *b, const char *exe,
 	bcast_libs_free(libs);
 }
 
-/* The bundle into an unlinked temporary file, reachable at t->path. */
-static int _write(storm_tree_t *t, storm_bundle_t *b, char *err,
-		  size_t errlen)
+/* Bundle b into an unlinked temporary file *fd, reachable at path (64
+ * bytes), of *size bytes. */
+static int _write(storm_bundle_t *b, int *fd, char *path, uint64_t *size,
+		  char *err, size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
 	bool own = tmp && tmp[0] == '/';
-	char path[PATH_MAX];
+	char name[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/storm-bundle-XXXXXX",
+	snprintf(name, sizeof(name), "%s/storm-bundle-XXXXXX",
 		 own ? tmp : "/tmp");
-	t->fd = mkostemp(path, O_CLOEXEC);
-	if (t->fd < 0 && own) {	/* the user's TMPDIR refused: /tmp */
-		snprintf(path, sizeof(path), "/tmp/storm-bundle-XXXXXX");
-		t->fd = mkostemp(path, O_CLOEXEC);
+	*fd = mkostemp(name, O_CLOEXEC);
+	if (*fd < 0 && own) {	/* the user's TMPDIR refused: /tmp */
+		snprintf(name, sizeof(name), "/tmp/storm-bundle-XXXXXX");
+		*fd = mkostemp(name, O_CLOEXEC);
 	}
-	if (t->fd < 0) {
+	if (*fd < 0) {
 		snprintf(err, errlen, "cannot create a temporary file: %s",
 			 strerror(errno));
 		return -1;
 	}
-	unlink(path);
-	snprintf(t->path, sizeof(t->path), "/proc/self/fd/%d", t->fd);
-	if (storm_bundle_write(b, t->fd, err, errlen))
+	unlink(name);
+	snprintf(path, 64, "/proc/self/fd/%d", *fd);
+	if (storm_bundle_write(b, *fd, err, errlen))
 		return -1;
-	t->size = storm_bundle_size(b);
+	*size = storm_bundle_size(b);
 	return 0;
+}
+
+/* storm_bundle_refs()'s hash: the SHA-256 of the size bytes at src. */
+static int _hash(void *arg, const char *src, bool follow, uint64_t size,
+		 uint8_t sha[STORM_BUNDLE_SHA256], char *err, size_t errlen)
+{
+	storm_sha256_t *h = storm_sha256_new();
+	static __thread uint8_t buf[1 << 20];
+	uint64_t got = 0;
+	ssize_t n = 0;
+	int fd, rc = -1;
+
+	(void) arg;
+	fd = open(src, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	if (!h || fd < 0) {
+		snprintf(err, errlen, "%s: %s", src,
+			 h ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	while (got <= size && (n = read(fd, buf, sizeof(buf))) > 0) {
+		if (storm_sha256_update(h, buf, (size_t) n))
+			break;
+		got += (uint64_t) n;
+	}
+	if (n < 0)
+		snprintf(err, errlen, "%s: %s", src, strerror(errno));
+	else if (got != size)
+		snprintf(err, errlen, "%s: changed while being sent", src);
+	else if (!storm_sha256_final(h, sha))
+		rc = 0;
+	else
+		snprintf(err, errlen, "%s: SHA-256 failed", src);
+out:
+	if (fd >= 0)
+		close(fd);
+	storm_sha256_free(h);
+	return rc;
+}
+
+/* The bundle of references beside the bundle itself; without it (t->rfd
+ * -1, with a note) the files are sent as they are. */
+static void _write_refs(storm_tree_t *t, const storm_bundle_t *b)
+{
+	char err[512];
+	storm_bundle_t *r = storm_bundle_refs(b, _hash, NULL, err, sizeof(err));
+
+	if (!r || _write(r, &t->rfd, t->rpath, &t->rsize, err, sizeof(err))) {
+		_note(t, "the nodes' caches are not asked (%s); ", err);
+		if (t->rfd >= 0)
+			close(t->rfd);
+		t->rfd = -1;
+		t->rpath[0] = '\0';
+		t->rsize = 0;
+	}
+	storm_bundle_free(r);
 }
 
 extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    bool slurm_libs, const char *exclude,
-			    const char *files, uint64_t max_bytes,
+			    const char *files, uint64_t max_bytes, bool refs,
 			    char *err, size_t errlen)
 {
 	storm_bundle_t *b = storm_bundle_new();
@@ -195,7 +252,7 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 	int rc = -1;
 
 	memset(t, 0, sizeof(*t));
-	t->fd = -1;
+	t->fd = t->rfd = -1;
 	t->slurm_libs = slurm_libs;
 	if (!b) {
 		snprintf(err, errlen, "out of memory");
@@ -221,10 +278,12 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 		      size, max);
 		goto out;
 	}
-	if (_write(t, b, err, errlen)) {
+	if (_write(b, &t->fd, t->path, &t->size, err, errlen)) {
 		rc = -1;
 		goto out;
 	}
+	if (refs)
+		_write_refs(t, b);
 	rc = 1;
 out:
 	storm_bundle_free(b);
@@ -237,10 +296,12 @@ extern void storm_tree_free(storm_tree_t *t)
 {
 	if (t->fd >= 0)
 		close(t->fd);
+	if (t->rfd >= 0)
+		close(t->rfd);
 	free(t->binds);
-	t->fd = -1;
-	t->path[0] = '\0';
-	t->size = 0;
+	t->fd = t->rfd = -1;
+	t->path[0] = t->rpath[0] = '\0';
+	t->size = t->rsize = 0;
 	t->binds = NULL;
 	t->libs = t->files = 0;
 }

@@ -32,6 +32,11 @@ typedef struct storm_tree {
 	int fd;			/* the bundle: an unlinked temporary file */
 	char path[64];		/* /proc/self/fd/<fd>, for the broadcast */
 	uint64_t size;
+	/* the same bundle with every file as a reference (its SHA-256), which
+	 * the nodes place from their caches; rfd -1: none */
+	int rfd;
+	char rpath[64];
+	uint64_t rsize;
 	char *binds;		/* original paths to present, ':'-separated */
 	int libs, files;	/* entries of each kind */
 	char note[1024];	/* what was left out and why, for stderr */
@@ -42,7 +47,8 @@ typedef struct storm_tree {
  * (resolved by the loader, minus the directories in exclude, Slurm's
  * BcastExclude form), in Slurm's layout when slurm_libs, and the
  * ':'-separated paths in files (NULL: none).  max_bytes bounds the
- * bundle (BcastMaxSize).  Returns 1 with t ready to send, 0 when nothing
+ * bundle (BcastMaxSize).  refs: also the bundle of references to ask the
+ * nodes' caches first (t->rfd).  Returns 1 with t ready to send, 0 when nothing
  * goes (t->note may say why: no libraries, over the size limit, the
  * loader failed), -1 with err when a named file cannot be sent (srun
  * stops: the user asked for it).  A program that cannot be sent with its
@@ -50,7 +56,7 @@ typedef struct storm_tree {
  */
 extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    bool slurm_libs, const char *exclude,
-			    const char *files, uint64_t max_bytes,
+			    const char *files, uint64_t max_bytes, bool refs,
 			    char *err, size_t errlen);
 
 /* Close and free what storm_tree_build made; the note stays. */

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The nodes' cache across jobs (storm.conf BcastCacheSize): a launch first
+sends the bundle of a job's files as references (their SHA-256); when
+every node places them all from its cache, the files themselves do not
+travel.  A node that lacks one gets the bundle, and keeps its files.
+
+- The relaunch of the same files sends references only, and its tasks
+  read the same bytes.
+- A file changed since is sent again, and the tasks read the new bytes.
+- A node's cache: root's directory per user, root's read-only copies;
+  another user's launch of the same bytes does not use them.
+- stormctl cache show lists what a node keeps; purge empties it, and the
+  next launch sends the files again."""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import storm_bcast_site
+from storm_cluster import Cluster
+from test_0101_bcast_launch import ensure_user
+
+NODES = 4
+FILES = 6
+FILE_BYTES = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def ccluster():
+    c = Cluster(os.path.join(os.environ.get("STORM_TEST_LOGDIR", "/tmp/storm-test-logs"),
+                             "cache4"), nodes=NODES,
+                storm_conf="BcastCacheSize=64M\n")
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def site_conf(ccluster):
+    return storm_bcast_site.site_conf(ccluster, "storm-cache.conf", "BcastExecutable=yes\n")
+
+
+@pytest.fixture
+def data(ccluster):
+    """A named directory of FILES files, readable by every user."""
+    d = ccluster.path("share", "cached")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    os.chmod(ccluster.path("share"), 0o1777)
+    os.chmod(d, 0o755)
+    for i in range(FILES):
+        with open(os.path.join(d, "part%d" % i), "wb") as f:
+            f.write(os.urandom(FILE_BYTES))
+        os.chmod(os.path.join(d, "part%d" % i), 0o644)
+    return d
+
+
+def digest_of(d):
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+READ_ALL = "cat %s/part* | sha256sum | cut -d' ' -f1"
+
+
+def launch(c, conf, d, user=None):
+    """srun of a reader of d's files on every node, with d named; (sums
+    the tasks printed, bytes each bundle broadcast of the step sent (the
+    executable, which travels apart, left out), stderr)."""
+    e = dict(c.env, STORM_CONF=conf, SLURM_STORM_FILES=d, SLURM_STORM_BCAST_TIMING="1")
+    e.pop("SLURM_STORM_BCAST", None)
+    argv = ["srun", "-N%d" % NODES, "--ntasks-per-node=1", "-v", "sh", "-c", READ_ALL % d]
+    if user:
+        argv = ["runuser", "-u", user, "--"] + argv
+    r = c.run(argv, env=e, timeout=180)
+    sent = [int(m) for m in re.findall(r"storm-bcast: file=/proc/self/fd/\d+ bytes=(\d+)",
+                                       r.stderr)]
+    return r.stdout.split(), sent, r.stderr
+
+
+def store(c, node, uid):
+    return os.path.join(c.node_local(node), "storm", ".cache", str(uid))
+
+
+def test_relaunch_sends_references_only(ccluster, site_conf, data):
+    want = digest_of(data)
+    sums, first, err1 = launch(ccluster, site_conf, data)
+    assert sums == [want] * NODES, err1
+    sums, again, err2 = launch(ccluster, site_conf, data)
+    assert sums == [want] * NODES, err2
+    print("bytes sent, first launch:", first, "relaunch:", again)
+    # the first launch sent the bundle with the files, the relaunch only
+    # its references
+    assert first and max(first) >= FILES * FILE_BYTES, (first, err1)
+    assert len(again) == 1 and again[0] < FILES * FILE_BYTES // 100, (again, err2)
+    assert "held the" in err2 and "in its cache" in err2, err2
+
+
+def test_changed_file_is_sent_again(ccluster, site_conf, data):
+    launch(ccluster, site_conf, data)
+    with open(os.path.join(data, "part3"), "r+b") as f:
+        f.write(b"changed")
+    want = digest_of(data)
+    sums, sent, err = launch(ccluster, site_conf, data)
+    assert sums == [want] * NODES, err
+    assert max(sent) >= FILES * FILE_BYTES, (sent, err)
+
+
+def test_store_is_roots_and_per_user(ccluster, site_conf, data):
+    launch(ccluster, site_conf, data)
+    for n in ccluster.node_names():
+        d = store(ccluster, n, 0)
+        st = os.stat(d)
+        assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o700, (d, oct(st.st_mode))
+        entries = os.listdir(d)
+        assert len(entries) >= FILES, entries
+        for e in entries:
+            st = os.stat(os.path.join(d, e))
+            assert st.st_uid == 0 and (st.st_mode & 0o777) in (0o444, 0o555), (e, oct(st.st_mode))
+    # the same bytes for another user travel, into a store of their own
+    uid = ensure_user("stormtest")
+    want = digest_of(data)
+    sums, sent, err = launch(ccluster, site_conf, data, user="stormtest")
+    assert sums == [want] * NODES, err
+    assert max(sent) >= FILES * FILE_BYTES, (sent, err)
+    for n in ccluster.node_names():
+        assert len(os.listdir(store(ccluster, n, uid))) >= FILES
+        r = subprocess.run(["runuser", "-u", "stormtest", "--", "ls", store(ccluster, n, 0)],
+                           capture_output=True, text=True)
+        assert r.returncode != 0, r.stdout
+
+
+def stormctl_on(c, node, *args):
+    """stormctl run on node (its node manager's control socket is in the
+    node's own BcastDir)."""
+    return c.run(["srun", "-N1", "-w", node, c.stormctl, "cache"] + list(args) +
+                 ["--node", node], env=dict(c.env, SLURM_STORM_BCAST="no"), check=False)
+
+
+def test_stormctl_shows_and_purges(ccluster, site_conf, data):
+    launch(ccluster, site_conf, data)
+    r = stormctl_on(ccluster, "node2", "show")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(data, "part0"), "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    assert sha in r.stdout, r.stdout
+    r = stormctl_on(ccluster, "node2", "purge")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not os.path.exists(store(ccluster, "node2", 0)) or \
+        not os.listdir(store(ccluster, "node2", 0))
+    # node2 lacks them now: the next launch sends the files, and node2
+    # keeps them again
+    want = digest_of(data)
+    sums, sent, err = launch(ccluster, site_conf, data)
+    assert sums == [want] * NODES, err
+    assert max(sent) >= FILES * FILE_BYTES, (sent, err)
+    assert len(os.listdir(store(ccluster, "node2", 0))) >= FILES
