@@ -31,7 +31,8 @@ extern void storm_handover_setup(storm_handover_t *h, const char *prefix,
 	bool force = env && (!strcasecmp(env, "yes") || !strcmp(env, "1"));
 
 	memset(h, 0, sizeof(*h));
-	h->tree.fd = -1;	/* storm_tree_free() closes it: never srun's stdin */
+	/* storm_tree_free() closes them: never srun's stdin */
+	h->tree.fd = h->tree.rfd = -1;
 	h->prefix = prefix;
 	if (env && (!strcasecmp(env, "no") || !strcmp(env, "0"))) {
 		slurm_verbose("%s: SLURM_STORM_BCAST=no: broadcasts are Slurm's own",
