@@ -255,6 +255,8 @@ static void _probe(storm_handover_t *h)
 	rc = storm_bcast_run(&h->rreq, &tremote, err, sizeof(err));
 	free(tremote);
 	h->tree_placed = rc == 0;
+	slurm_verbose("%s: %" PRIu64 " files' SHA-256 from srun's memo, %" PRIu64 " bytes hashed",
+		      h->prefix, h->tree.sha_memo_hits, h->tree.sha_hashed_bytes);
 	if (rc == 0)
 		slurm_verbose("%s: every node held the %d libraries and named files in its cache: %" PRIu64 " bytes of references sent instead of %" PRIu64,
 			      h->prefix, h->tree.libs + h->tree.files,

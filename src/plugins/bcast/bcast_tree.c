@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "src/common/storm_bundle.h"
-#include "src/common/storm_sha256.h"
 #include "bcast_libs.h"
+#include "bcast_sha_memo.h"
 #include "bcast_tree.h"
 
 /* Append path to the ':'-separated list *list; 0 or -1 (ENOMEM). */
@@ -187,40 +187,26 @@ static int _write(storm_bundle_t *b, int *fd, char *path, uint64_t *size,
 	return 0;
 }
 
-/* storm_bundle_refs()'s hash: the SHA-256 of the size bytes at src. */
+/* storm_bundle_refs()'s hash: the SHA-256 of the size bytes at src, from
+ * the user's memo (bcast_sha_memo.h) when it knows this version. */
 static int _hash(void *arg, const char *src, bool follow, uint64_t size,
 		 uint8_t sha[STORM_BUNDLE_SHA256], char *err, size_t errlen)
 {
-	storm_sha256_t *h = storm_sha256_new();
-	static __thread uint8_t buf[1 << 20];
-	uint64_t got = 0;
-	ssize_t n = 0;
-	int fd, rc = -1;
+	struct stat st;
+	int fd = open(src, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	int rc = -1;
 
-	(void) arg;
-	fd = open(src, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-	if (!h || fd < 0) {
-		snprintf(err, errlen, "%s: %s", src,
-			 h ? strerror(errno) : "out of memory");
-		goto out;
-	}
-	while (got <= size && (n = read(fd, buf, sizeof(buf))) > 0) {
-		if (storm_sha256_update(h, buf, (size_t) n))
-			break;
-		got += (uint64_t) n;
-	}
-	if (n < 0)
+	if (fd < 0 || fstat(fd, &st))
 		snprintf(err, errlen, "%s: %s", src, strerror(errno));
-	else if (got != size)
+	else if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
 		snprintf(err, errlen, "%s: changed while being sent", src);
-	else if (!storm_sha256_final(h, sha))
-		rc = 0;
+	else if (storm_sha_memo_file(arg, fd, &st, sha))
+		snprintf(err, errlen, "%s: %s", src, errno == EAGAIN ?
+			 "changed while being sent" : strerror(errno));
 	else
-		snprintf(err, errlen, "%s: SHA-256 failed", src);
-out:
+		rc = 0;
 	if (fd >= 0)
 		close(fd);
-	storm_sha256_free(h);
 	return rc;
 }
 
@@ -228,9 +214,14 @@ out:
  * -1, with a note) the files are sent as they are. */
 static void _write_refs(storm_tree_t *t, const storm_bundle_t *b)
 {
+	storm_sha_memo_t *memo = storm_sha_memo_open(NULL);
+	uint64_t hits, hashed, bytes;
 	char err[512];
-	storm_bundle_t *r = storm_bundle_refs(b, _hash, NULL, err, sizeof(err));
+	storm_bundle_t *r = memo ? storm_bundle_refs(b, _hash, memo, err,
+						     sizeof(err)) : NULL;
 
+	if (!memo)
+		snprintf(err, sizeof(err), "out of memory");
 	if (!r || _write(r, &t->rfd, t->rpath, &t->rsize, err, sizeof(err))) {
 		_note(t, "the nodes' caches are not asked (%s); ", err);
 		if (t->rfd >= 0)
@@ -238,6 +229,12 @@ static void _write_refs(storm_tree_t *t, const storm_bundle_t *b)
 		t->rfd = -1;
 		t->rpath[0] = '\0';
 		t->rsize = 0;
+	}
+	if (memo) {
+		storm_sha_memo_counts(memo, &hits, &hashed, &bytes);
+		t->sha_memo_hits = hits;
+		t->sha_hashed_bytes = bytes;
+		storm_sha_memo_close(memo);
 	}
 	storm_bundle_free(r);
 }

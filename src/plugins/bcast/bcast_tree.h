@@ -37,6 +37,8 @@ typedef struct storm_tree {
 	int rfd;
 	char rpath[64];
 	uint64_t rsize;
+	/* files whose SHA-256 srun's memo knew, bytes it had to hash */
+	uint64_t sha_memo_hits, sha_hashed_bytes;
 	char *binds;		/* original paths to present, ':'-separated */
 	int libs, files;	/* entries of each kind */
 	char note[1024];	/* what was left out and why, for stderr */

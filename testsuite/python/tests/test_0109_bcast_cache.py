@@ -13,9 +13,11 @@ travel.  A node that lacks one gets the bundle, and keeps its files.
   next launch sends the files again."""
 import hashlib
 import os
+import pwd
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -75,7 +77,13 @@ def launch(c, conf, d, user=None):
     """srun of a reader of d's files on every node, with d named; (sums
     the tasks printed, bytes each bundle broadcast of the step sent (the
     executable, which travels apart, left out), stderr)."""
-    e = dict(c.env, STORM_CONF=conf, SLURM_STORM_FILES=d, SLURM_STORM_BCAST_TIMING="1")
+    # srun's memo of hashes in a directory of the user's own
+    xdg = c.path("share", "xdg-%s" % (user or "root"))
+    os.makedirs(xdg, exist_ok=True)
+    pw = pwd.getpwnam(user or "root")
+    os.chown(xdg, pw.pw_uid, pw.pw_gid)
+    e = dict(c.env, STORM_CONF=conf, SLURM_STORM_FILES=d, SLURM_STORM_BCAST_TIMING="1",
+             XDG_CACHE_HOME=xdg)
     e.pop("SLURM_STORM_BCAST", None)
     argv = ["srun", "-N%d" % NODES, "--ntasks-per-node=1", "-v", "sh", "-c", READ_ALL % d]
     if user:
@@ -90,8 +98,17 @@ def store(c, node, uid):
     return os.path.join(c.node_local(node), "storm", ".cache", str(uid))
 
 
+def memo_counts(stderr):
+    """(SHA-256 from srun's memo, bytes srun hashed) of a launch's -v."""
+    m = re.search(r"(\d+) files' SHA-256 from srun's memo, (\d+) bytes hashed", stderr)
+    assert m, stderr
+    return int(m.group(1)), int(m.group(2))
+
+
 def test_relaunch_sends_references_only(ccluster, site_conf, data):
     want = digest_of(data)
+    # srun remembers only hashes of files older than its racy window
+    time.sleep(3)
     sums, first, err1 = launch(ccluster, site_conf, data)
     assert sums == [want] * NODES, err1
     sums, again, err2 = launch(ccluster, site_conf, data)
@@ -102,6 +119,9 @@ def test_relaunch_sends_references_only(ccluster, site_conf, data):
     assert first and max(first) >= FILES * FILE_BYTES, (first, err1)
     assert len(again) == 1 and again[0] < FILES * FILE_BYTES // 100, (again, err2)
     assert "held the" in err2 and "in its cache" in err2, err2
+    # the relaunch read no file to name it: srun's memo knew them all
+    assert memo_counts(err1) == (0, FILES * FILE_BYTES), err1
+    assert memo_counts(err2) == (FILES, 0), err2
 
 
 def test_changed_file_is_sent_again(ccluster, site_conf, data):
