@@ -43,9 +43,13 @@
  * A bundle (kind=tree) may carry references instead of files (storm.conf
  * BcastCacheSize): srun first sends the bundle with every file as its
  * SHA-256, each node places what its cache holds, and a node lacking any
- * reports ABSENT at step 4 (keeping nothing of it).  The relay then
- * answers STORM_RELAY_REP_ABSENT, and srun sends the bundle with the files,
- * under a new key, which each node extracts and keeps in its cache.
+ * reports ABSENT at step 4 (keeping nothing of it), after it sent the
+ * relay the bitmap of the references it lacks (offset
+ * STORM_BCAST_ABSENT_REPORT | key).  The relay then answers
+ * STORM_RELAY_REP_ABSENT with the union of the bitmaps, and srun sends the
+ * bundle again under a new key, the files some node lacked as data and
+ * the others as references, which each node extracts, keeping what it
+ * received in its cache.
  */
 #ifndef STORM_BCAST_H
 #define STORM_BCAST_H
@@ -67,6 +71,8 @@
 #define STORM_BCAST_MANIFEST	((uint64_t) 1 << 63)
 #define STORM_BCAST_DATA	((uint64_t) 1 << 62)
 #define STORM_BCAST_GO		((uint64_t) 1 << 61)
+/* a node -> the relay: what it lacks of a bundle of references */
+#define STORM_BCAST_ABSENT_REPORT ((uint64_t) 1 << 60)
 #define STORM_BCAST_KEY_MASK	((uint64_t) 0xffffffffffff)
 #define STORM_BCAST_MAX_CRED	4096	/* srun's credential */
 /* on the fabric: srun's credential, a newline, the relay's attestation */
@@ -161,11 +167,13 @@ static inline int storm_bcast_io(int fd, void *buf, size_t len, bool wr)
 #define STORM_RELAY_REP_ABSENT	2	/* a bundle of references: every node
 					 * that did not place it all lacked
 					 * some files, nothing else failed */
+#define STORM_RELAY_MAX_ABSENT	(1u << 20)
 typedef struct storm_relay_rep {
 	uint32_t magic;
 	uint32_t status;	/* STORM_RELAY_REP_* */
 	uint32_t msg_len;
-	uint32_t pad;
+	uint32_t absent_len;	/* ABSENT: the union's bitmap follows the
+				 * text (0: unknown, send every file) */
 } storm_relay_rep_t;
 
 /* States in the low byte of the variable; the key is in the upper bits, so

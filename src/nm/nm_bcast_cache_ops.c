@@ -16,6 +16,7 @@ static int ref(void *arg, int parentfd, const char *leaf,
 	       unsigned mode, char *err, size_t errlen)
 {
 	nm_bcast_cache_use_t *use = arg;
+	uint64_t ordinal = use->refs++;
 	int rc = nm_bcast_cache_place(use->uid, sha, size, mode, parentfd,
 				      leaf);
 
@@ -30,7 +31,7 @@ static int ref(void *arg, int parentfd, const char *leaf,
 	case -EMLINK:
 		use->missing++;
 		if (use->absent)
-			use->absent(use->arg, sha, size, mode);
+			use->absent(use->arg, ordinal, sha, size, mode);
 		return STORM_BUNDLE_ABSENT;
 	default:
 		snprintf(err, errlen, "from the cache: %s", strerror(-rc));

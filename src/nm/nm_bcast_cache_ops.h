@@ -24,12 +24,15 @@
 
 typedef struct nm_bcast_cache_use {
 	uid_t uid;			/* whose store */
-	/* each absent reference, for the caller's reply (may be NULL) */
-	void (*absent)(void *arg, const uint8_t sha[STORM_BUNDLE_SHA256],
-		       uint64_t size, unsigned mode);
+	/* each absent reference, for the caller's reply (may be NULL);
+	 * ordinal: its place among the bundle's references, from 0 */
+	void (*absent)(void *arg, uint64_t ordinal,
+		       const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
+		       unsigned mode);
 	void *arg;
-	/* what happened, for the log */
-	uint64_t placed, placed_bytes, missing, kept, kept_bytes, not_kept;
+	/* what happened, for the log; refs: references seen */
+	uint64_t refs, placed, placed_bytes, missing, kept, kept_bytes,
+		 not_kept;
 } nm_bcast_cache_use_t;
 
 /* arg: an nm_bcast_cache_use_t */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nm_bcast_absent.h"
 #include "nm_bcast_dir.h"
 #include "nm_bcast_fabric.h"
 #include "nm_bcast_wait.h"
@@ -39,13 +40,15 @@ typedef struct work {
 	char *manifest;
 } work_t;
 
-/* A manifest or go-ahead buffer handed to libstormmech: the release
- * callback only gets the buffer back, so it carries its root and key. */
+/* A manifest, go-ahead or absent-report buffer handed to libstormmech:
+ * the release callback only gets the buffer back, so it carries its
+ * root, key and kind. */
+typedef enum { M_MANIFEST, M_GO, M_ABSENT } mbuf_kind_t;
 typedef struct mbuf {
 	struct mbuf *next;
 	int root;
 	uint64_t key;
-	bool go;	/* the go-ahead (STORM_BCAST_GO), not a manifest */
+	mbuf_kind_t kind;
 	char data[];
 } mbuf_t;
 
@@ -78,20 +81,24 @@ extern void nm_bcast_publish(int root, uint64_t key, int st)
 }
 
 /* ------------------------------------------------ fabric callbacks */
-/* A buffer for a manifest or the go-ahead, or NULL (dropped). */
+/* A buffer for a manifest, the go-ahead or an absent report, or NULL
+ * (dropped). */
 static void *take_mbuf(int root, uint64_t offset, uint64_t len)
 {
-	bool go = !(offset & STORM_BCAST_MANIFEST);
+	mbuf_kind_t kind = offset & STORM_BCAST_MANIFEST ? M_MANIFEST :
+			   offset & STORM_BCAST_GO ? M_GO : M_ABSENT;
 	mbuf_t *m;
 
-	if (go ? len != 0 : len == 0 || len > STORM_BCAST_MAX_MANIFEST)
+	if (kind == M_GO ? len != 0 :
+	    len == 0 || len > (kind == M_MANIFEST ? STORM_BCAST_MAX_MANIFEST :
+			       NM_BCAST_ABSENT_MAX_BYTES))
 		return NULL;	/* out of range: dropped */
 	m = calloc(1, sizeof(*m) + len + 1);
 	if (!m)
 		return NULL;
 	m->root = root;
 	m->key = offset & STORM_BCAST_KEY_MASK;
-	m->go = go;
+	m->kind = kind;
 	pthread_mutex_lock(&bcast_fabric.lock);
 	m->next = bcast_fabric.mbufs;
 	bcast_fabric.mbufs = m;
@@ -106,7 +113,8 @@ static void *dest_cb(void *arg, int root, uint64_t offset, uint64_t len)
 	void *dst;
 
 	(void) arg;
-	if (offset & (STORM_BCAST_MANIFEST | STORM_BCAST_GO))
+	if (offset & (STORM_BCAST_MANIFEST | STORM_BCAST_GO |
+		      STORM_BCAST_ABSENT_REPORT))
 		return take_mbuf(root, offset, len);
 	if (!(offset & STORM_BCAST_DATA))
 		return NULL;	/* not ours: the global region applies */
@@ -143,15 +151,19 @@ static mbuf_t *unlink_mbuf(const void *dst)
 	return NULL;
 }
 
-/* A manifest or go-ahead has arrived (or not: !committed); frees m. */
+/* A manifest, go-ahead or absent report has arrived (or not:
+ * !committed); frees m. */
 static void mbuf_released(mbuf_t *m, uint64_t len, bool committed)
 {
 	work_t *w;
 
-	if (m->go) {
+	if (m->kind == M_GO) {
 		/* nothing slow: answers the waiters without blocking */
 		if (committed)
 			nm_bcast_go(m->root, m->key);
+	} else if (m->kind == M_ABSENT) {
+		if (committed)
+			nm_bcast_absent_merge(m->key, m->data, (size_t) len);
 	} else if (committed && (w = calloc(1, sizeof(*w)))) {
 		w->kind = W_MANIFEST;
 		w->root = m->root;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nm_bcast_absent.h"
 #include "nm_bcast_auth.h"
 #include "nm_bcast_cache_ops.h"
 #include "nm_bcast_dir.h"
@@ -249,6 +250,50 @@ extern bool nm_bcast_xfer_verify(nm_bcast_xfer_t *x)
 	return x->verified;
 }
 
+/* What a node lacks of a bundle of references, as a bitmap. */
+typedef struct lacked {
+	uint8_t *bits;
+	size_t len;
+	bool lost;	/* out of memory: the relay learns nothing from us */
+} lacked_t;
+
+static void note_lacked(void *arg, uint64_t ordinal,
+			const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
+			unsigned mode)
+{
+	lacked_t *l = arg;
+
+	(void) sha;
+	(void) size;
+	(void) mode;
+	if (!l->lost && nm_bcast_absent_set(&l->bits, &l->len, ordinal))
+		l->lost = true;
+}
+
+/* Tell the transfer's relay what this node lacks (storm_bcast.h), before
+ * the node reports ABSENT; the relay's own node merges it in place.  A
+ * report that does not arrive only makes srun send every file. */
+static void report_lacked(const nm_bcast_xfer_t *x, const lacked_t *l)
+{
+	storm_set_t to, failed;
+	int rc;
+
+	if (l->lost || !l->len)
+		return;
+	if (x->root == xfer_table.nm->rank) {
+		nm_bcast_absent_merge(x->key, l->bits, l->len);
+		return;
+	}
+	storm_set_clear(&to);
+	storm_set_add(&to, x->root);
+	rc = storm_xfer_sync(xfer_table.nm->ctx, &to, l->bits, l->len,
+			     STORM_BCAST_ABSENT_REPORT | x->key,
+			     STORM_NO_EVENT, &failed);
+	if (rc)
+		nm_info("bcast: job %u: %s: cannot tell rank %d what this node lacks: %s",
+			x->job, x->name, x->root, storm_strerror(rc));
+}
+
 /*
  * A verified bundle extracted into a hidden directory beside it, with the
  * user's file-system identity (what the user could not create, the NM
@@ -256,12 +301,14 @@ extern bool nm_bcast_xfer_verify(nm_bcast_xfer_t *x)
  * older tree of that name at once; the bundle file goes.  References are
  * placed from the user's cache on this node and the files received are
  * kept in it (nm_bcast_cache_ops.h); a reference the cache does not hold
- * makes the whole tree ABSENT.  Returns STORM_BCAST_DONE or why not;
- * nothing of a failed extraction stays.
+ * makes the whole tree ABSENT, and the relay is told which ones.  Returns
+ * STORM_BCAST_DONE or why not; nothing of a failed extraction stays.
  */
 static int extract_tree(nm_bcast_xfer_t *x)
 {
-	nm_bcast_cache_use_t use = { .uid = x->uid };
+	lacked_t lacked = { 0 };
+	nm_bcast_cache_use_t use = { .uid = x->uid, .absent = note_lacked,
+				     .arg = &lacked };
 	char dir[64], err[512];
 	int fd, rc, st = STORM_BCAST_DONE;
 
@@ -281,6 +328,7 @@ static int extract_tree(nm_bcast_xfer_t *x)
 			nm_info("bcast: job %u: %s: %" PRIu64 " of its files are not in this node's cache (%" PRIu64 " are): %s",
 				x->job, x->name, use.missing, use.placed, err);
 			st = STORM_BCAST_ABSENT;
+			report_lacked(x, &lacked);
 		} else if (rc) {
 			nm_error("bcast: job %u: %s: %s", x->job, x->name, err);
 			st = STORM_BCAST_EBADTREE;
@@ -307,6 +355,7 @@ static int extract_tree(nm_bcast_xfer_t *x)
 	nm_bcast_remove_at(x->dirfd, dir);
 	if (x->user_fs)
 		nm_bcast_fs_user(x->uid, x->gid);
+	free(lacked.bits);
 	return st;
 }
 

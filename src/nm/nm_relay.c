@@ -50,6 +50,7 @@
 
 #include "nm.h"
 #include "nm_bcast.h"
+#include "nm_bcast_absent.h"
 #include "nm_relay_door.h"
 #include "nm_relay_report.h"
 #include "nm_relay_req.h"
@@ -305,6 +306,36 @@ static int send_go(const storm_set_t *set, uint64_t key, char *err,
 	return 0;
 }
 
+/*
+ * Some nodes lacked references of a bundle: the union of what each lacks,
+ * this node's own included (its copy is extracted now, which places what
+ * it holds), once every node that reported ABSENT has told it, within
+ * Timeout; *bits NULL when a report is missing (srun sends every file).
+ */
+static void gather_absent(const storm_set_t *set, uint64_t key,
+			  nm_bcast_file_t *f, uint8_t **bits, size_t *len)
+{
+	int want = nm_relay_count_state(set, key, STORM_BCAST_ABSENT);
+	double deadline = storm_mono_ms() + relay.nm->conf.timeout_us / 1000.0;
+
+	if (f && nm_bcast_finish(f, true) == STORM_BCAST_ABSENT)
+		want++;
+	while (nm_bcast_absent_reports(key) < want &&
+	       storm_mono_ms() < deadline && !relay.stop) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (nm_bcast_absent_reports(key) >= want) {
+		*bits = nm_bcast_absent_take(key, len);
+		return;
+	}
+	nm_verbose("relay: %d of %d nodes said what they lack: every file is sent",
+		   nm_bcast_absent_reports(key), want);
+	free(nm_bcast_absent_take(key, len));
+	*len = 0;
+}
+
 /* -------------------------------------------------------------- srun */
 /* The step's nodes as ranks; this node must be one of them. */
 static int parse_nodes(const char *list, storm_set_t *set, char *err,
@@ -367,7 +398,8 @@ static void drain(int fd, uint64_t len)
  * srun has yet to send when it fails early, so that they can be read off
  * before the answer (srun reads it only once the file is out).
  */
-static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
+static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread,
+		 uint8_t **bits, size_t *bits_len)
 {
 	const nm_relay_req_t *rq = c->req;
 	int fd = c->fd;
@@ -422,13 +454,17 @@ static int serve(conn_t *c, char *msg, size_t msglen, uint64_t *unread)
 	t_man = storm_mono_ms();
 	if ((mrc = multicast(fd, &set, key, f, map, size, t_mc, unread, err,
 			     sizeof(err)))) {
-		absent = mrc == -2;
+		if ((absent = mrc == -2)) {
+			gather_absent(&set, key, f, bits, bits_len);
+			f = NULL;
+		}
 		goto done;
 	}
 	st = nm_bcast_finish(f, true);
 	f = NULL;
 	if (st != STORM_BCAST_DONE) {
-		absent = st == STORM_BCAST_ABSENT;
+		if ((absent = st == STORM_BCAST_ABSENT))
+			gather_absent(&set, key, NULL, bits, bits_len);
 		snprintf(err, sizeof(err), "node %s: %s", relay.nm->node,
 			 storm_bcast_state_str(st));
 		goto done;
@@ -484,18 +520,23 @@ static void conn_release(conn_t *c)
 	free(c);
 }
 
-static void reply(int fd, int status, const char *msg)
+static void reply(int fd, int status, const char *msg, const uint8_t *bits,
+		  size_t bits_len)
 {
 	storm_relay_rep_t rep = { 0 };
 	size_t len = strlen(msg);
 
 	if (len > STORM_RELAY_MAX_MSG)
 		len = STORM_RELAY_MAX_MSG;
+	if (!bits || bits_len > STORM_RELAY_MAX_ABSENT)
+		bits_len = 0;
 	rep.magic = htonl(STORM_RELAY_REP_MAGIC);
 	rep.status = htonl((uint32_t) status);
 	rep.msg_len = htonl((uint32_t) len);
+	rep.absent_len = htonl((uint32_t) bits_len);
 	if (storm_bcast_io(fd, &rep, sizeof(rep), true) ||
-	    storm_bcast_io(fd, (char *) msg, len, true))
+	    storm_bcast_io(fd, (char *) msg, len, true) ||
+	    (bits_len && storm_bcast_io(fd, (void *) bits, bits_len, true)))
 		nm_verbose("relay: srun went away before the answer");
 }
 
@@ -504,10 +545,13 @@ static void *conn_main(void *arg)
 	conn_t *c = arg;
 	char msg[STORM_RELAY_MAX_MSG];
 	uint64_t unread = 0;
-	int status = serve(c, msg, sizeof(msg), &unread);
+	uint8_t *bits = NULL;
+	size_t bits_len = 0;
+	int status = serve(c, msg, sizeof(msg), &unread, &bits, &bits_len);
 
 	drain(c->fd, unread);
-	reply(c->fd, status, msg);
+	reply(c->fd, status, msg, bits, bits_len);
+	free(bits);
 	/* Close only once the peer has read the answer and closed its side:
 	 * closing with unread bytes would reset the connection and lose it. */
 	shutdown(c->fd, SHUT_WR);
@@ -561,7 +605,7 @@ static void on_request(int fd, nm_relay_req_t *req, void *arg)
 	(void) arg;
 	set_timeouts(fd);
 	if (why) {
-		reply(fd, 1, why);
+		reply(fd, STORM_RELAY_REP_FAILED, why, NULL, 0);
 		close(fd);
 		nm_relay_req_free(req);
 		free(req);
@@ -572,7 +616,8 @@ static void on_request(int fd, nm_relay_req_t *req, void *arg)
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&th, &at, conn_main, c)) {
-		reply(fd, 1, "node manager cannot start a thread");
+		reply(fd, STORM_RELAY_REP_FAILED,
+		      "node manager cannot start a thread", NULL, 0);
 		conn_release(c);
 	}
 	pthread_attr_destroy(&at);

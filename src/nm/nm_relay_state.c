@@ -75,6 +75,15 @@ static int node_state(int rank, int var, uint64_t key)
 	return 0;
 }
 
+extern int nm_relay_count_state(const storm_set_t *set, uint64_t key, int st)
+{
+	int var = storm_bcast_var(key), n = 0;
+
+	for (int r = storm_set_next(set, 0); r >= 0; r = storm_set_next(set, r + 1))
+		n += node_state(r, var, key) == st;
+	return n;
+}
+
 /* Of the nodes a tree operation reports failed (in a chain, the whole
  * part below a node that is gone), the ones that do not answer alone. */
 extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,

@@ -19,6 +19,8 @@ extern void nm_relay_state_init(nm_t *nm, volatile bool *stop);
 extern const char *nm_relay_node_name(int rank);
 /* Names of the ranks of a set, "node1,node5" (truncated politely). */
 extern void nm_relay_set_names(const storm_set_t *s, char *out, size_t len);
+/* How many nodes of set report state st for key (each asked alone). */
+extern int nm_relay_count_state(const storm_set_t *set, uint64_t key, int st);
 /* Of the nodes in failed, those that do not answer alone. */
 extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key);

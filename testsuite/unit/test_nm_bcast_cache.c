@@ -594,17 +594,20 @@ END_TEST
 
 typedef struct {
 	int n;
+	uint64_t ordinal;
 	uint8_t sha[STORM_BUNDLE_SHA256];
 	uint64_t size;
 	unsigned mode;
 } absent_t;
 
-static void note_absent(void *arg, const uint8_t sha[STORM_BUNDLE_SHA256],
-			uint64_t size, unsigned mode)
+static void note_absent(void *arg, uint64_t ordinal,
+			const uint8_t sha[STORM_BUNDLE_SHA256], uint64_t size,
+			unsigned mode)
 {
 	absent_t *a = arg;
 
 	a->n++;
+	a->ordinal = ordinal;
 	memcpy(a->sha, sha, sizeof(a->sha));
 	a->size = size;
 	a->mode = mode;
@@ -685,6 +688,7 @@ START_TEST(bundle_through_the_store)
 	ck_assert_uint_eq(use.placed_bytes, 11);
 	ck_assert_uint_eq(use.missing, 1);
 	ck_assert_int_eq(missing.n, 1);
+	ck_assert_uint_eq(missing.ordinal, 1);	/* the second reference */
 	ck_assert_mem_eq(missing.sha, unheld, sizeof(unheld));
 	ck_assert_uint_eq(missing.size, 7);
 	ck_assert_uint_eq(missing.mode, 0644);

@@ -331,8 +331,20 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 		goto lost;
 	rmsg[rep.msg_len] = '\0';
 	if (ntohl(rep.status) == STORM_RELAY_REP_ABSENT && req->tree) {
+		uint32_t alen = ntohl(rep.absent_len);
+		uint8_t *bits = NULL;
+
 		snprintf(err, errlen, "%s", rmsg);
 		rc = 1;
+		if (!alen || alen > STORM_RELAY_MAX_ABSENT || !req->absent ||
+		    !(bits = malloc(alen)))
+			goto done;
+		if (storm_bcast_io(sock, bits, alen, false)) {
+			free(bits);	/* not known: every file goes */
+			goto done;
+		}
+		*req->absent = bits;
+		*req->absent_len = alen;
 		goto done;
 	}
 	if (ntohl(rep.status)) {

@@ -25,6 +25,11 @@ typedef struct storm_bcast_req {
 				 * into a directory named dest_name */
 	uint64_t key;		/* the transfer's key; 0: storm_bcast_run
 				 * draws one */
+	/* a bundle of references the nodes lacked some of: the relay's
+	 * bitmap of them (bit i: the i-th reference), malloc'ed; NULL: not
+	 * asked for, or not known (send every file) */
+	uint8_t **absent;
+	size_t *absent_len;
 } storm_bcast_req_t;
 
 /* A fresh random transfer key (48 bits, never 0). */

@@ -244,7 +244,10 @@ extern int storm_handover_prepare(storm_handover_t *h, const char *path,
  */
 static void _probe(storm_handover_t *h)
 {
-	char *tremote = NULL, err[STORM_RELAY_MAX_MSG + 64];
+	char *tremote = NULL, err[STORM_RELAY_MAX_MSG + 64], lerr[512];
+	uint8_t *lacked = NULL;
+	size_t lacked_len = 0;
+	uint64_t full = h->tree.size;
 	int rc;
 
 	if (!h->has_tree || !h->rreq.path || h->tree_placed)
@@ -252,9 +255,22 @@ static void _probe(storm_handover_t *h)
 	do
 		h->rreq.key = storm_bcast_new_key();
 	while (h->rreq.key == h->req.key || h->rreq.key == h->treq.key);
+	h->rreq.absent = &lacked;
+	h->rreq.absent_len = &lacked_len;
 	rc = storm_bcast_run(&h->rreq, &tremote, err, sizeof(err));
 	free(tremote);
 	h->tree_placed = rc == 0;
+	/* only what some node lacks travels, the rest as references */
+	if (rc == 1 && lacked) {
+		if (storm_tree_lacked(&h->tree, lacked, lacked_len, lerr,
+				      sizeof(lerr)))
+			slurm_verbose("%s: every file is sent: %s", h->prefix,
+				      lerr);
+		else
+			slurm_verbose("%s: the nodes lack some of the files: %" PRIu64 " of %" PRIu64 " bytes are sent",
+				      h->prefix, h->tree.size, full);
+	}
+	free(lacked);
 	slurm_verbose("%s: %" PRIu64 " files' SHA-256 from srun's memo, %" PRIu64 " bytes hashed",
 		      h->prefix, h->tree.sha_memo_hits, h->tree.sha_hashed_bytes);
 	if (rc == 0)

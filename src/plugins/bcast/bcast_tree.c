@@ -187,20 +187,35 @@ static int _write(storm_bundle_t *b, int *fd, char *path, uint64_t *size,
 	return 0;
 }
 
-/* storm_bundle_refs()'s hash: the SHA-256 of the size bytes at src, from
- * the user's memo (bcast_sha_memo.h) when it knows this version. */
+/* How the files of a bundle become references. */
+typedef struct hash_ctx {
+	storm_sha_memo_t *memo;
+	const uint8_t *lacked;	/* files kept as data: bit i, the i-th */
+	size_t lacked_len;
+	uint64_t ordinal;	/* files seen */
+} hash_ctx_t;
+
+/* storm_bundle_refs()'s hash: data for a file some node lacked, else the
+ * SHA-256 of the size bytes at src, from the user's memo
+ * (bcast_sha_memo.h) when it knows this version. */
 static int _hash(void *arg, const char *src, bool follow, uint64_t size,
 		 uint8_t sha[STORM_BUNDLE_SHA256], char *err, size_t errlen)
 {
+	hash_ctx_t *h = arg;
+	uint64_t i = h->ordinal++;
 	struct stat st;
-	int fd = open(src, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-	int rc = -1;
+	int fd, rc = -1;
+
+	if (h->lacked && i / 8 < h->lacked_len &&
+	    (h->lacked[i / 8] & (1u << (i % 8))))
+		return 1;
+	fd = open(src, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 
 	if (fd < 0 || fstat(fd, &st))
 		snprintf(err, errlen, "%s: %s", src, strerror(errno));
 	else if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
 		snprintf(err, errlen, "%s: changed while being sent", src);
-	else if (storm_sha_memo_file(arg, fd, &st, sha))
+	else if (storm_sha_memo_file(h->memo, fd, &st, sha))
 		snprintf(err, errlen, "%s: %s", src, errno == EAGAIN ?
 			 "changed while being sent" : strerror(errno));
 	else
@@ -215,9 +230,10 @@ static int _hash(void *arg, const char *src, bool follow, uint64_t size,
 static void _write_refs(storm_tree_t *t, const storm_bundle_t *b)
 {
 	storm_sha_memo_t *memo = storm_sha_memo_open(NULL);
+	hash_ctx_t h = { .memo = memo };
 	uint64_t hits, hashed, bytes;
 	char err[512];
-	storm_bundle_t *r = memo ? storm_bundle_refs(b, _hash, memo, err,
+	storm_bundle_t *r = memo ? storm_bundle_refs(b, _hash, &h, err,
 						     sizeof(err)) : NULL;
 
 	if (!memo)
@@ -283,14 +299,54 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 		_write_refs(t, b);
 	rc = 1;
 out:
-	storm_bundle_free(b);
+	if (rc == 1 && t->rfd >= 0)
+		t->bundle = b;	/* for storm_tree_lacked() */
+	else
+		storm_bundle_free(b);
 	if (rc != 1)
 		storm_tree_free(t);
 	return rc;
 }
 
+extern int storm_tree_lacked(storm_tree_t *t, const uint8_t *bits,
+			     size_t len, char *err, size_t errlen)
+{
+	storm_sha_memo_t *memo;
+	hash_ctx_t h = { .lacked = bits, .lacked_len = len };
+	storm_bundle_t *r;
+	int fd = -1, rc = -1;
+	uint64_t size;
+	char path[64];
+
+	if (!t->bundle) {
+		snprintf(err, errlen, "no bundle kept");
+		return -1;
+	}
+	if (!(memo = h.memo = storm_sha_memo_open(NULL))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r = storm_bundle_refs(t->bundle, _hash, &h, err, errlen);
+	if (r && !_write(r, &fd, path, &size, err, errlen)) {
+		close(t->fd);
+		t->fd = fd;
+		fd = -1;
+		/* the same string: a request's path points at it */
+		snprintf(t->path, sizeof(t->path), "/proc/self/fd/%d", t->fd);
+		t->size = size;
+		rc = 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	storm_bundle_free(r);
+	storm_sha_memo_close(memo);
+	return rc;
+}
+
 extern void storm_tree_free(storm_tree_t *t)
 {
+	storm_bundle_free(t->bundle);
+	t->bundle = NULL;
 	if (t->fd >= 0)
 		close(t->fd);
 	if (t->rfd >= 0)

@@ -37,6 +37,7 @@ typedef struct storm_tree {
 	int rfd;
 	char rpath[64];
 	uint64_t rsize;
+	struct storm_bundle *bundle;	/* kept while rfd is open */
 	/* files whose SHA-256 srun's memo knew, bytes it had to hash */
 	uint64_t sha_memo_hits, sha_hashed_bytes;
 	char *binds;		/* original paths to present, ':'-separated */
@@ -60,6 +61,15 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    bool slurm_libs, const char *exclude,
 			    const char *files, uint64_t max_bytes, bool refs,
 			    char *err, size_t errlen);
+
+/*
+ * Make the bundle to send the one whose files are data where bits (the
+ * relay's bitmap of what nodes lacked: bit i, the i-th file) says so,
+ * references elsewhere: t->fd, t->path (the same string) and t->size now
+ * name it.  0, or -1 with err (t unchanged: send it whole).
+ */
+extern int storm_tree_lacked(storm_tree_t *t, const uint8_t *bits,
+			     size_t len, char *err, size_t errlen);
 
 /* Close and free what storm_tree_build made; the note stays. */
 extern void storm_tree_free(storm_tree_t *t);

@@ -124,14 +124,33 @@ def test_relaunch_sends_references_only(ccluster, site_conf, data):
     assert memo_counts(err2) == (FILES, 0), err2
 
 
-def test_changed_file_is_sent_again(ccluster, site_conf, data):
+def test_changed_file_alone_is_sent_again(ccluster, site_conf, data):
     launch(ccluster, site_conf, data)
     with open(os.path.join(data, "part3"), "r+b") as f:
         f.write(b"changed")
     want = digest_of(data)
     sums, sent, err = launch(ccluster, site_conf, data)
     assert sums == [want] * NODES, err
-    assert max(sent) >= FILES * FILE_BYTES, (sent, err)
+    # the references, then the bundle with part3 as data and the other
+    # files as references
+    assert len(sent) == 1 and FILE_BYTES <= sent[0] < 2 * FILE_BYTES, (sent, err)
+    assert "the nodes lack some of the files" in err, err
+
+
+def test_what_one_node_lacks_is_all_that_travels(ccluster, site_conf, data):
+    """Two files gone from node3's cache and one from node2's: the union,
+    three files, is sent; every node reads every file."""
+    launch(ccluster, site_conf, data)
+    gone = {"node3": ["part1", "part4"], "node2": ["part4", "part5"]}
+    for node, names in gone.items():
+        for name in names:
+            with open(os.path.join(data, name), "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+            os.unlink(os.path.join(store(ccluster, node, 0), sha))
+    want = digest_of(data)
+    sums, sent, err = launch(ccluster, site_conf, data)
+    assert sums == [want] * NODES, err
+    assert len(sent) == 1 and 3 * FILE_BYTES <= sent[0] < 4 * FILE_BYTES, (sent, err)
 
 
 def test_store_is_roots_and_per_user(ccluster, site_conf, data):
