@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,14 +146,22 @@ static void _copy_name(const char *path, uint32_t step, char *out, size_t len)
 static int _prepare_tree(storm_handover_t *h, const char *path,
 			 uint32_t step)
 {
-	char err[1024];
+	char err[1024], real[PATH_MAX];
+	const char *exe_entry = NULL;
 	int rc;
 
-	if (!h->libs && !h->files)
+	/* with a cache on the nodes the executable is cached too: in the
+	 * bundle, at its real path, where the nodes lay it over the path
+	 * the task executes (storm_present.c), as a library's copy */
+	if (h->keep_path && h->conf.bcast_cache_bytes > 0 &&
+	    realpath(path, real))
+		exe_entry = real;
+	if (!h->libs && !h->files && !exe_entry)
 		return 0;
 	rc = storm_tree_build(&h->tree, path, h->libs, h->libs && !h->keep_path,
 			      h->exclude, h->files, h->conf.bcast_max_bytes,
-			      h->conf.bcast_cache_bytes > 0, err, sizeof(err));
+			      h->conf.bcast_cache_bytes > 0, exe_entry, err,
+			      sizeof(err));
 	if (h->tree.note[0])
 		slurm_info("%s: %s: %sthe tasks load them from their own paths",
 			   h->prefix, path, h->tree.note);
@@ -177,7 +186,10 @@ static int _prepare_tree(storm_handover_t *h, const char *path,
 	h->rreq = h->treq;
 	h->rreq.path = h->tree.rfd >= 0 ? h->tree.rpath : NULL;
 	h->tree_placed = false;
-	if (!(h->tremote = storm_bcast_remote(&h->treq))) {
+	if (!(h->tremote = storm_bcast_remote(&h->treq)) ||
+	    (h->tree.exe && asprintf(&h->exe_copy, "%s%s", h->tremote,
+				     exe_entry) < 0)) {
+		h->exe_copy = NULL;
 		slurm_error("%s: out of memory", h->prefix);
 		return -1;
 	}
@@ -288,8 +300,16 @@ static void _probe(storm_handover_t *h)
 static int _run_all(storm_handover_t *h, char **remote)
 {
 	char *tremote = NULL;
-	int rc = storm_bcast_run(&h->req, remote, h->err, sizeof(h->err));
+	int rc = 0;
 
+	if (h->exe_copy) {	/* it is in the bundle */
+		if (!(*remote = strdup(h->exe_copy))) {
+			snprintf(h->err, sizeof(h->err), "out of memory");
+			return -1;
+		}
+	} else {
+		rc = storm_bcast_run(&h->req, remote, h->err, sizeof(h->err));
+	}
 	h->tree_failed = false;
 	if (!rc && h->has_tree && !h->tree_placed) {
 		rc = storm_bcast_run(&h->treq, &tremote, h->err,
@@ -338,11 +358,15 @@ extern int storm_handover_start(storm_handover_t *h, char *wait_val,
 			h->treq.key = storm_bcast_new_key();
 		while (h->treq.key == h->req.key);
 		_probe(h);
+		/* what the tasks wait for: the last transfer that runs */
 		if (!h->tree_placed)
 			wait_key = h->treq.key;
+		else if (h->exe_copy)
+			wait_key = h->rreq.key;
 	}
 	free(h->remote);
-	h->remote = storm_bcast_remote(&h->req);
+	h->remote = h->exe_copy ? strdup(h->exe_copy) :
+				  storm_bcast_remote(&h->req);
 	if (!h->remote || stat(h->req.path, &st)) {
 		slurm_error("%s: %s: %s", h->prefix, h->req.path,
 			    h->remote ? strerror(errno) : "out of memory");
@@ -414,7 +438,8 @@ extern void storm_handover_done(storm_handover_t *h)
 	free(h->nodes);
 	free(h->remote);
 	free(h->tremote);
-	h->path = h->nodes = h->remote = h->tremote = NULL;
+	free(h->exe_copy);
+	h->path = h->nodes = h->remote = h->tremote = h->exe_copy = NULL;
 	storm_tree_free(&h->tree);
 	h->has_tree = false;
 }

@@ -48,6 +48,9 @@ typedef struct storm_handover {
 	 * placed it from its cache, the bundle itself is not sent */
 	storm_bcast_req_t rreq;
 	bool tree_placed;
+	/* with a cache and the original path kept, the executable travels in
+	 * the bundle (tree.exe): exe_copy is its copy there on the nodes */
+	char *exe_copy;
 	storm_tree_t tree;
 	storm_bcast_req_t treq;
 	char tname[256];

@@ -258,7 +258,7 @@ static void _write_refs(storm_tree_t *t, const storm_bundle_t *b)
 extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    bool slurm_libs, const char *exclude,
 			    const char *files, uint64_t max_bytes, bool refs,
-			    char *err, size_t errlen)
+			    const char *exe_entry, char *err, size_t errlen)
 {
 	storm_bundle_t *b = storm_bundle_new();
 	char size[32], max[32];
@@ -275,8 +275,14 @@ extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 		goto out;
 	if (libs)
 		_add_libs(t, b, exe, exclude);
+	if (exe_entry && exe_entry[0] == '/' && exe_entry[1]) {
+		if (storm_bundle_add(b, exe_entry, exe_entry + 1, false, err,
+				     errlen))
+			goto out;
+		t->exe = true;
+	}
 	rc = 0;
-	if (!t->libs && !t->files)
+	if (!t->libs && !t->files && !t->exe)
 		goto out;
 	if (storm_bundle_size(b) > max_bytes) {
 		snprintf(size, sizeof(size), "%" PRIu64, storm_bundle_size(b));
@@ -357,4 +363,5 @@ extern void storm_tree_free(storm_tree_t *t)
 	t->size = t->rsize = 0;
 	t->binds = NULL;
 	t->libs = t->files = 0;
+	t->exe = false;
 }

@@ -42,6 +42,7 @@ typedef struct storm_tree {
 	uint64_t sha_memo_hits, sha_hashed_bytes;
 	char *binds;		/* original paths to present, ':'-separated */
 	int libs, files;	/* entries of each kind */
+	bool exe;		/* the executable is in it, at its path */
 	char note[1024];	/* what was left out and why, for stderr */
 } storm_tree_t;
 
@@ -51,7 +52,8 @@ typedef struct storm_tree {
  * BcastExclude form), in Slurm's layout when slurm_libs, and the
  * ':'-separated paths in files (NULL: none).  max_bytes bounds the
  * bundle (BcastMaxSize).  refs: also the bundle of references to ask the
- * nodes' caches first (t->rfd).  Returns 1 with t ready to send, 0 when nothing
+ * nodes' caches first (t->rfd).  exe_entry (NULL: none): the executable's
+ * real path, to travel in the bundle at that path (t->exe).  Returns 1 with t ready to send, 0 when nothing
  * goes (t->note may say why: no libraries, over the size limit, the
  * loader failed), -1 with err when a named file cannot be sent (srun
  * stops: the user asked for it).  A program that cannot be sent with its
@@ -60,7 +62,7 @@ typedef struct storm_tree {
 extern int storm_tree_build(storm_tree_t *t, const char *exe, bool libs,
 			    bool slurm_libs, const char *exclude,
 			    const char *files, uint64_t max_bytes, bool refs,
-			    char *err, size_t errlen);
+			    const char *exe_entry, char *err, size_t errlen);
 
 /*
  * Make the bundle to send the one whose files are data where bits (the

@@ -163,10 +163,15 @@ def progs(cluster):
     return d
 
 
-@pytest.fixture(scope="module")
-def site_conf(cluster):
-    """The cluster's storm.conf with BcastExecutable=yes, for srun."""
-    return storm_bcast_site.site_conf(cluster, "storm-keeps.conf", "BcastExecutable=yes\n")
+@pytest.fixture(scope="module", params=["plain", "cached"])
+def site_conf(cluster, request):
+    """The cluster's storm.conf with BcastExecutable=yes, for srun; cached:
+    with BcastCacheSize too, so the executable travels in the bundle that
+    the nodes' caches are asked for first (their node managers have none
+    here, so it is sent whole: what is checked is where it is put)."""
+    extra = "BcastCacheSize=64M\n" if request.param == "cached" else ""
+    return storm_bcast_site.site_conf(cluster, "storm-keeps-%s.conf" % request.param,
+                                      "BcastExecutable=yes\n" + extra)
 
 
 def srun(cluster, argv, storm, site_conf, extra=(), check=True, **envkw):
@@ -189,6 +194,8 @@ def same_as_stock(cluster, site_conf, argv, tag="exe-source", extra=(), **envkw)
     assert sources(stock.stderr, tag) == ["-"] * NODES, stock.stderr
     copies = sources(storm.stderr, tag)
     assert len(copies) == NODES and all("/storm/job_" in s for s in copies), storm.stderr
+    if "cached" in site_conf and tag == "exe-source":     # in the bundle
+        assert all("_tree/" in s for s in copies), (copies, storm.stderr)
     assert "not broadcast" not in storm.stderr, storm.stderr
     return storm
 
