@@ -131,7 +131,8 @@ static int bcast_init(nm_t *nm)
 	nm_ctl_register("bcast_cleanup", ctl_cleanup);
 	nm_ctl_register("bcast_status", ctl_status);
 	/* a node without its cache still receives every file */
-	if (nm_bcast_cache_init(nm->conf.bcast_dir, nm->conf.bcast_cache_bytes))
+	if (nm_bcast_cache_init(nm->conf.bcast_dir, nm->conf.bcast_cache_bytes,
+				NM_BCAST_CACHE_HOLD_S))
 		nm_error("bcast: no cache across jobs on this node");
 	nm_bcast_cache_ctl_register();
 	nm_info("bcast: receiving broadcasts into %s (BcastMaxSize=%" PRIu64 ")",

@@ -43,6 +43,7 @@ static struct {
 	pthread_mutex_t lock;
 	int cachefd;		/* BcastDir/.cache; -1: no cache */
 	uint64_t limit;
+	unsigned hold_s;	/* an entry used this recently is not evicted */
 	ucache_t *u;
 	size_t nu, capu;
 	char self[48];		/* this store's temporaries: TMP_PREFIX self */
@@ -276,28 +277,39 @@ static int older(const void *a, const void *b)
 	return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
 }
 
-/* Least recently used first, never keep, until an eighth under the
- * limit; the count read afresh from the directory.  caller holds the
- * lock */
-static void evict(ucache_t *u, const char *keep)
+/* Least recently used first, never one used in the last hold seconds,
+ * until an eighth under the limit; the count read afresh from the
+ * directory.  When only entries in use are left over the limit, keep (the
+ * entry just inserted) goes too: a launch between its references and its
+ * data relies on what it found.  Returns whether keep stays.  caller
+ * holds the lock */
+static bool evict(ucache_t *u, const char *keep)
 {
 	uint64_t total = 0, low = store.limit - store.limit / 8, freed = 0;
+	uint64_t keep_size = 0;
 	aged_t *a = NULL;
 	size_t n = 0, cap = 0, gone = 0;
 	DIR *d = dir_at(u->dirfd);
 	struct dirent *e;
 	struct stat st;
-	bool exec;
+	struct timespec now;
+	bool exec, kept = true;
 
 	if (!d)
-		return;
+		return true;
+	clock_gettime(CLOCK_REALTIME, &now);
 	while ((e = readdir(d))) {
 		if (!entry_name(e->d_name, &exec) ||
 		    fstatat(u->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		total += (uint64_t) st.st_size;
-		if (!strcmp(e->d_name, keep))
+		if (!strcmp(e->d_name, keep)) {
+			keep_size = (uint64_t) st.st_size;
 			continue;
+		}
+		if (store.hold_s &&
+		    st.st_mtim.tv_sec + (time_t) store.hold_s > now.tv_sec)
+			continue;	/* in use: a launch may rely on it */
 		if (n == cap) {
 			aged_t *na = realloc(a, (cap = cap ? 2 * cap : 64) *
 					     sizeof(*a));
@@ -314,23 +326,33 @@ static void evict(ucache_t *u, const char *keep)
 	}
 	closedir(d);
 	if (total > store.limit) {
-		qsort(a, n, sizeof(*a), older);
+		if (n)
+			qsort(a, n, sizeof(*a), older);
 		for (size_t i = 0; i < n && total > low; i++)
 			if (!unlinkat(u->dirfd, a[i].name, 0)) {
 				total -= a[i].size;
 				freed += a[i].size;
 				gone++;
 			}
+		if (total > store.limit && keep_size &&
+		    !unlinkat(u->dirfd, keep, 0)) {
+			total -= keep_size;
+			kept = false;
+			nm_verbose("bcast cache: uid %u: a new entry of %" PRIu64 " bytes not kept: the store is full of entries used in the last %u s",
+				   (unsigned) u->uid, keep_size, store.hold_s);
+		}
 		nm_verbose("bcast cache: uid %u: least recently used evicted: "
 			   "%zu entries, %" PRIu64 " bytes; %" PRIu64 " bytes kept",
 			   (unsigned) u->uid, gone, freed, total);
 	}
 	u->bytes = total;
 	free(a);
+	return kept;
 }
 
 /* ------------------------------------------------------------ API */
-extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes)
+extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes,
+			       unsigned hold_s)
 {
 	struct timespec now;
 	int bfd, cfd, rc = 0;
@@ -356,6 +378,7 @@ extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes)
 	pthread_mutex_lock(&store.lock);
 	store.cachefd = cfd;
 	store.limit = per_user_bytes;
+	store.hold_s = hold_s;
 	snprintf(store.self, sizeof(store.self), "%d-%llx.%lx-", (int) getpid(),
 		 (unsigned long long) now.tv_sec, (unsigned long) now.tv_nsec);
 	pthread_mutex_unlock(&store.lock);
@@ -473,8 +496,8 @@ static int commit(uid_t uid, int dirfd, const char *tmp, const char *name,
 added:
 	if ((u = user(uid, false, &rc))) {
 		u->bytes = u->bytes + size >= old ? u->bytes + size - old : 0;
-		if (u->bytes > store.limit)
-			evict(u, name);
+		if (u->bytes > store.limit && !evict(u, name))
+			return -ENOSPC;
 	}
 	return 0;
 }

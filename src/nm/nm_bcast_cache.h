@@ -36,8 +36,12 @@
  * each place.  When an insert takes the store past the limit, the least
  * recently used entries go, never the one just inserted, until the store
  * is an eighth under the limit: the sweep reads the whole directory, and
- * the slack keeps a full store from sweeping on every insert.  A file
- * larger than the limit is not kept.
+ * the slack keeps a full store from sweeping on every insert.  An entry
+ * used in the last hold seconds does not go: a launch asks the nodes what
+ * they hold, then sends only what they lack, and what they said they held
+ * must still be there when the rest arrives.  When only such entries keep
+ * the store over its limit, the new entry is not kept instead (the job
+ * still gets its file).  A file larger than the limit is not kept.
  *
  * All calls are thread-safe (the transfer threads and the control socket
  * call them) and take root's file-system identity for their work, giving
@@ -56,15 +60,20 @@
 #define NM_BCAST_CACHE_DIR ".cache"
 /* every user, for list and purge */
 #define NM_BCAST_CACHE_ALL ((uid_t) -1)
+/* how long a use protects an entry from eviction: past the longest gap
+ * between a launch's references and its data that a node should bridge */
+#define NM_BCAST_CACHE_HOLD_S 600
 
 /*
  * Open the store under bcast_dir, each user bounded to per_user_bytes
- * (0: no cache; every call below then returns -EOPNOTSUPP).  Creates
+ * (0: no cache; every call below then returns -EOPNOTSUPP), an entry used
+ * in the last hold_s seconds never evicted (0: any may go).  Creates
  * BcastDir/.cache (root's, 0700) and refuses one that is not a directory
  * owned by root.  May be called again (the previous store is closed).
  * Returns 0 or -errno (logged).
  */
-extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes);
+extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes,
+			       unsigned hold_s);
 extern void nm_bcast_cache_fini(void);
 extern bool nm_bcast_cache_enabled(void);
 
@@ -73,8 +82,9 @@ extern bool nm_bcast_cache_enabled(void);
  * from offset 0; its mode decides "<hex>" or "<hex>.x") in uid's store,
  * and give their SHA-256 in sha_out.  Content already held is not copied
  * again, only marked used.  Evicts as described above.  Returns 0, or
- * -EFBIG (larger than the limit), -ESTALE (the file is not size bytes
- * long, or changed while read), -EOPNOTSUPP (no cache), -errno.
+ * -EFBIG (larger than the limit), -ENOSPC (not kept: the store is full of
+ * entries in use), -ESTALE (the file is not size bytes long, or changed
+ * while read), -EOPNOTSUPP (no cache), -errno.
  */
 extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 				 uint8_t sha_out[STORM_SHA256_LEN]);

@@ -54,7 +54,7 @@ static int file_done(void *arg, int parentfd, const char *leaf, int fd,
 		use->kept_bytes += size;
 	} else {
 		use->not_kept++;
-		if (rc != -EOPNOTSUPP && rc != -EFBIG)
+		if (rc != -EOPNOTSUPP && rc != -EFBIG && rc != -ENOSPC)
 			nm_verbose("bcast cache: uid %u: %s not kept: %s",
 				   (unsigned) use->uid, leaf, strerror(-rc));
 	}

@@ -67,7 +67,7 @@ static void rm_tree(int parent, const char *name)
 /* BcastDir with one job directory of ALICE's; the store at limit. */
 static void open_store(uint64_t limit)
 {
-	ck_assert_int_eq(nm_bcast_cache_init(base, limit), 0);
+	ck_assert_int_eq(nm_bcast_cache_init(base, limit, 0), 0);
 }
 
 static void setup(void)
@@ -322,6 +322,45 @@ START_TEST(least_recently_used_evicted)
 }
 END_TEST
 
+/* What a launch found in the store stays until its data arrives: an entry
+ * used in the last hold seconds is not evicted; when only such entries
+ * hold the store over its limit, the new one is not kept instead. */
+START_TEST(entries_in_use_not_evicted)
+{
+	char a[41], b[41], c[41], d[41];
+	uint8_t sa[32], sb[32], sc[32], sd[32];
+
+	nm_bcast_cache_fini();
+	ck_assert_int_eq(nm_bcast_cache_init(base, 100, 600), 0);
+	memset(a, 'a', 40), a[40] = '\0';
+	memset(b, 'b', 40), b[40] = '\0';
+	memset(c, 'c', 40), c[40] = '\0';
+	memset(d, 'd', 40), d[40] = '\0';
+	ck_assert_int_eq(insert(ALICE, "a", a, 0644, sa), 0);
+	ck_assert_int_eq(insert(ALICE, "b", b, 0644, sb), 0);
+	used_at(ALICE, sb, 1000);	/* long unused: may go */
+	ck_assert_int_eq(insert(ALICE, "c", c, 0644, sc), 0);
+	ck_assert(held(ALICE, sa));
+	ck_assert(!held(ALICE, sb));
+	ck_assert(held(ALICE, sc));
+	/* a and c just used: d is the one not kept */
+	ck_assert_int_eq(insert(ALICE, "d", d, 0644, sd), -ENOSPC);
+	ck_assert(held(ALICE, sa));
+	ck_assert(held(ALICE, sc));
+	ck_assert(!held(ALICE, sd));
+	ck_assert_uint_eq(nm_bcast_cache_bytes(ALICE), 80);
+	ck_assert_int_eq(entries(ALICE), 2);
+	ck_assert_int_eq(nm_bcast_cache_place(ALICE, sa, 40, 0644, jobfd, "a-link"), 0);
+	/* once they are old, the new content is kept again */
+	used_at(ALICE, sa, 1000);
+	used_at(ALICE, sc, 2000);
+	ck_assert_int_eq(insert(ALICE, "d", d, 0644, sd), 0);
+	ck_assert(held(ALICE, sd));
+	ck_assert(!held(ALICE, sa));
+	ck_assert(held(ALICE, sc));
+}
+END_TEST
+
 /* An entry changed behind the store's back is refused and removed. */
 START_TEST(unfit_entries_refused)
 {
@@ -495,7 +534,7 @@ START_TEST(cache_off)
 
 	nm_bcast_cache_fini();
 	rm_tree(basefd, ".cache");
-	ck_assert_int_eq(nm_bcast_cache_init(base, 0), 0);
+	ck_assert_int_eq(nm_bcast_cache_init(base, 0, 0), 0);
 	ck_assert(!nm_bcast_cache_enabled());
 	fd = job_file("f", "hello", 0644);
 	ck_assert_int_eq(nm_bcast_cache_insert(ALICE, fd, 5, sha), -EOPNOTSUPP);
@@ -517,11 +556,11 @@ START_TEST(foreign_cache_dir_refused)
 	rm_tree(basefd, ".cache");
 	ck_assert_int_eq(mkdirat(basefd, ".cache", 0700), 0);
 	ck_assert_int_eq(fchownat(basefd, ".cache", ALICE, ALICE, 0), 0);
-	ck_assert_int_eq(nm_bcast_cache_init(base, 1 << 20), -EPERM);
+	ck_assert_int_eq(nm_bcast_cache_init(base, 1 << 20, 0), -EPERM);
 	ck_assert(!nm_bcast_cache_enabled());
 	ck_assert_int_eq(unlinkat(basefd, ".cache", AT_REMOVEDIR), 0);
 	ck_assert_int_eq(symlinkat("job_1", basefd, ".cache"), 0);
-	ck_assert_int_eq(nm_bcast_cache_init(base, 1 << 20), -EPERM);
+	ck_assert_int_eq(nm_bcast_cache_init(base, 1 << 20, 0), -EPERM);
 	ck_assert_int_eq(unlinkat(basefd, ".cache", 0), 0);
 	/* root's, but open to all: closed again */
 	ck_assert_int_eq(mkdirat(basefd, ".cache", 0777), 0);
@@ -723,7 +762,7 @@ START_TEST(bundle_through_the_store)
 
 	/* without a cache every reference is absent, every file extracted */
 	nm_bcast_cache_fini();
-	ck_assert_int_eq(nm_bcast_cache_init(base, 0), 0);
+	ck_assert_int_eq(nm_bcast_cache_init(base, 0, 0), 0);
 	use = (nm_bcast_cache_use_t) { .uid = ALICE };
 	b = storm_bundle_new();
 	ck_assert_int_eq(storm_bundle_add(b, src, "lib.so", false, err,
@@ -815,6 +854,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, executable_class_apart);
 	tcase_add_test(tc, caller_identity_kept);
 	tcase_add_test(tc, least_recently_used_evicted);
+	tcase_add_test(tc, entries_in_use_not_evicted);
 	tcase_add_test(tc, unfit_entries_refused);
 	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, changed_file_refused);
