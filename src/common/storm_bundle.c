@@ -901,8 +901,7 @@ static int make(cwd_t *c, const rec_t *r, const storm_bundle_ops_t *ops,
 		void *arg)
 {
 	char base[STORM_BUNDLE_MAX_NAME + 1], target[STORM_BUNDLE_MAX_NAME + 1];
-	bool done_cb = ops && ops->file_done;
-	int dir = parent_of(c, r, base), fd;
+	int dir = parent_of(c, r, base), fd, k;
 
 	if (dir < 0)
 		return -1;
@@ -928,15 +927,16 @@ static int make(cwd_t *c, const rec_t *r, const storm_bundle_ops_t *ops,
 		target[r->link_len] = '\0';
 		return symlinkat(target, dir, base);
 	default:
-		/* readable too when the caller reads it back (a cache) */
-		fd = openat(dir, base, (done_cb ? O_RDWR : O_WRONLY) | O_CREAT |
-			    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (ops && ops->file &&
+		    (k = ops->file(arg, dir, base, r->data, r->size,
+				   r->mode & 0777)) <= 0)
+			return k;
+		fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -1;
 		if (write_all(fd, r->data, (size_t) r->size) ||
-		    fchmod(fd, r->mode & 0777) ||
-		    (done_cb && ops->file_done(arg, dir, base, fd, r->data,
-					       r->size))) {
+		    fchmod(fd, r->mode & 0777)) {
 			int e = errno;
 
 			close(fd);

@@ -159,18 +159,19 @@ extern int storm_bundle_extract(const void *buf, size_t len, int dirfd,
  * content, size and mode at leaf in the directory parentfd (the leaf does
  * not exist yet); 0 when placed, STORM_BUNDLE_ABSENT when not held, -1
  * with err on any other failure.  NULL: 'c' entries are refused as by
- * storm_bundle_extract().  file_done (may be NULL): a file entry was just
- * written, its mode set, fd still open for reading and writing at leaf in
- * parentfd, data its bytes in the bundle; 0 goes on, -1 (errno set) fails
- * the extraction.  Both run in the extracting thread, with whatever
- * file-system identity it has.
+ * storm_bundle_extract().  file (may be NULL): put a file entry's size
+ * bytes, data, at leaf in the directory parentfd (the leaf does not exist
+ * yet) its own way, mode the bundle's; 0 when done, 1 to have the
+ * extractor write it as usual, -1 (errno set) fails the extraction.  Both
+ * run in the extracting thread, with whatever file-system identity it
+ * has.
  */
 typedef struct storm_bundle_ops {
 	int (*ref)(void *arg, int parentfd, const char *leaf,
 		   const uint8_t sha256[STORM_BUNDLE_SHA256], uint64_t size,
 		   unsigned mode, char *err, size_t errlen);
-	int (*file_done)(void *arg, int parentfd, const char *leaf, int fd,
-			 const void *data, uint64_t size);
+	int (*file)(void *arg, int parentfd, const char *leaf,
+		    const void *data, uint64_t size, unsigned mode);
 } storm_bundle_ops_t;
 
 /*

@@ -26,6 +26,7 @@
 
 #include "nm_bcast_cache.h"
 #include "nm_log.h"
+#include "src/common/storm_thread.h"
 
 #define COPY_BUF (1 << 20)
 #define TMP_PREFIX ".tmp-"
@@ -39,6 +40,15 @@ typedef struct {
 	uint64_t bytes;		/* sizes of its entries */
 } ucache_t;
 
+/* A kept file written and linked, its SHA-256 not yet known. */
+typedef struct pending {
+	struct pending *next;
+	uid_t uid;
+	char tmp[64];
+	uint64_t size;
+	bool exec;
+} pending_t;
+
 static struct {
 	pthread_mutex_t lock;
 	int cachefd;		/* BcastDir/.cache; -1: no cache */
@@ -48,7 +58,19 @@ static struct {
 	size_t nu, capu;
 	char self[48];		/* this store's temporaries: TMP_PREFIX self */
 	uint64_t seq;		/* and a number */
-} store = { .lock = PTHREAD_MUTEX_INITIALIZER, .cachefd = -1 };
+	/* kept files to name, oldest first, and the thread that names them */
+	pending_t *head, *tail;
+	bool naming;		/* the hasher holds one it took off the list */
+	pthread_cond_t wake;	/* work for the hasher, or its stop */
+	pthread_cond_t idle;	/* the list is empty and the hasher waits */
+	storm_thread_t hasher;
+} store = { .lock = PTHREAD_MUTEX_INITIALIZER, .cachefd = -1,
+	    .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER,
+	    .hasher = STORM_THREAD_INIT("nm-cache-hash", &store.lock,
+					&store.wake) };
+
+/* names kept files (nm_bcast_cache_keep) */
+static void *hasher(void *arg);
 
 /* ------------------------------------------------ file-system identity */
 typedef struct {
@@ -382,6 +404,12 @@ extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes,
 	snprintf(store.self, sizeof(store.self), "%d-%llx.%lx-", (int) getpid(),
 		 (unsigned long long) now.tv_sec, (unsigned long) now.tv_nsec);
 	pthread_mutex_unlock(&store.lock);
+	if ((rc = storm_thread_start(&store.hasher, hasher, NULL))) {
+		nm_error("bcast cache: cannot start the thread that names kept files: %s",
+			 strerror(rc));
+		nm_bcast_cache_fini();
+		return -rc;
+	}
 	nm_info("bcast cache: %s/%s, %" PRIu64 " bytes per user", bcast_dir,
 		NM_BCAST_CACHE_DIR, per_user_bytes);
 	return 0;
@@ -389,7 +417,19 @@ extern int nm_bcast_cache_init(const char *bcast_dir, uint64_t per_user_bytes,
 
 extern void nm_bcast_cache_fini(void)
 {
+	storm_thread_stop(&store.hasher);
 	pthread_mutex_lock(&store.lock);
+	/* not named yet: the jobs keep their links, the store drops them */
+	while (store.head) {
+		pending_t *p = store.head;
+		ucache_t *u = find_user(p->uid);
+
+		if (u)
+			unlinkat(u->dirfd, p->tmp, 0);
+		store.head = p->next;
+		free(p);
+	}
+	store.tail = NULL;
 	while (store.nu)
 		forget_user(&store.u[0]);
 	free(store.u);
@@ -427,7 +467,8 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* size bytes of in into out, hashed as written; 0 or -errno. */
+/* size bytes of in into out (out < 0: nowhere), hashed as read; 0 or
+ * -errno. */
 static int copy_hashed(int in, int out, uint64_t size,
 		       uint8_t sha[STORM_SHA256_LEN])
 {
@@ -456,7 +497,7 @@ static int copy_hashed(int in, int out, uint64_t size,
 			break;
 		else if (storm_sha256_update(h, buf, (size_t) r))
 			rc = -EIO;
-		else if (!(rc = write_all(out, buf, (size_t) r)))
+		else if (out < 0 || !(rc = write_all(out, buf, (size_t) r)))
 			off += (uint64_t) r;
 	}
 	if (!rc && storm_sha256_final(h, sha))
@@ -561,6 +602,142 @@ done:
 	}
 	fs_back(was);
 	return rc;
+}
+
+/* ------------------------------------------------------------ keep */
+/* Name one kept file by its bytes' SHA-256, or drop it. */
+static void name_kept(const pending_t *p)
+{
+	uint8_t sha[STORM_SHA256_LEN];
+	char name[ENTRY_NAME];
+	ucache_t *u;
+	int dirfd = -1, fd = -1, rc = 0;
+
+	pthread_mutex_lock(&store.lock);
+	if (!(u = user(p->uid, false, &rc)) || (dirfd = dup(u->dirfd)) < 0)
+		rc = rc ? rc : -errno;
+	pthread_mutex_unlock(&store.lock);
+	if (rc)
+		return;	/* purged meanwhile: the file went with the store */
+	/* root's and read-only since it was written: the bytes hashed now
+	 * are the bytes written then */
+	if ((fd = openat(dirfd, p->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = -errno;
+	else
+		rc = copy_hashed(fd, -1, p->size, sha);
+	if (!rc) {
+		name_of(sha, p->exec, name);
+		pthread_mutex_lock(&store.lock);
+		rc = commit(p->uid, dirfd, p->tmp, name, p->exec, p->size);
+		pthread_mutex_unlock(&store.lock);
+	}
+	if (rc) {
+		unlinkat(dirfd, p->tmp, 0);
+		if (rc != -ENOSPC && rc != -ENOENT)
+			nm_verbose("bcast cache: uid %u: a kept file of %" PRIu64 " bytes not named: %s",
+				   (unsigned) p->uid, p->size, strerror(-rc));
+	}
+	if (fd >= 0)
+		close(fd);
+	close(dirfd);
+}
+
+static void *hasher(void *arg)
+{
+	(void) arg;
+	fs_root();	/* this thread's own, for good */
+	pthread_mutex_lock(&store.lock);
+	while (!storm_thread_stopping(&store.hasher)) {
+		pending_t *p = store.head;
+
+		if (!p) {
+			pthread_cond_broadcast(&store.idle);
+			pthread_cond_wait(&store.wake, &store.lock);
+			continue;
+		}
+		if (!(store.head = p->next))
+			store.tail = NULL;
+		store.naming = true;
+		pthread_mutex_unlock(&store.lock);
+		name_kept(p);
+		free(p);
+		pthread_mutex_lock(&store.lock);
+		store.naming = false;
+	}
+	pthread_mutex_unlock(&store.lock);
+	return NULL;
+}
+
+extern int nm_bcast_cache_keep(uid_t uid, const void *data, uint64_t size,
+			       unsigned mode, int parentfd, const char *leaf)
+{
+	pending_t *p = calloc(1, sizeof(*p));
+	bool exec = mode & 0111;
+	ucache_t *u;
+	fs_ident_t was;
+	int dirfd = -1, out = -1, rc = 0;
+
+	if (!p)
+		return -ENOMEM;
+	was = fs_root();
+	pthread_mutex_lock(&store.lock);
+	if (store.cachefd < 0)
+		rc = -EOPNOTSUPP;
+	else if (size > store.limit)
+		rc = -EFBIG;
+	else if ((u = user(uid, true, &rc)) && (dirfd = dup(u->dirfd)) < 0)
+		rc = -errno;
+	snprintf(p->tmp, sizeof(p->tmp), TMP_PREFIX "%s%" PRIu64, store.self,
+		 store.seq++);
+	pthread_mutex_unlock(&store.lock);
+	if (rc)
+		goto done;
+	/* written as root, in a directory only root reaches; read-only and
+	 * root's before the job's link to it exists */
+	out = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		     O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		goto done;
+	}
+	rc = write_all(out, data, (size_t) size);
+	if (!rc && fchmod(out, entry_mode(exec)))
+		rc = -errno;
+	if (close(out) && !rc)
+		rc = -errno;
+	if (!rc && linkat(dirfd, p->tmp, parentfd, leaf, 0))
+		rc = -errno;
+	if (rc) {
+		unlinkat(dirfd, p->tmp, 0);
+		goto done;
+	}
+	p->uid = uid;
+	p->size = size;
+	p->exec = exec;
+	pthread_mutex_lock(&store.lock);
+	if (store.tail)
+		store.tail->next = p;
+	else
+		store.head = p;
+	store.tail = p;
+	pthread_cond_signal(&store.wake);
+	pthread_mutex_unlock(&store.lock);
+	p = NULL;
+done:
+	free(p);
+	if (dirfd >= 0)
+		close(dirfd);
+	fs_back(was);
+	return rc;
+}
+
+extern void nm_bcast_cache_settle(void)
+{
+	pthread_mutex_lock(&store.lock);
+	while ((store.head || store.naming) && store.hasher.started &&
+	       !store.hasher.stop)
+		pthread_cond_wait(&store.idle, &store.lock);
+	pthread_mutex_unlock(&store.lock);
 }
 
 extern int nm_bcast_cache_place(uid_t uid, const uint8_t sha[STORM_SHA256_LEN],

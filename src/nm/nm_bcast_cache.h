@@ -90,6 +90,23 @@ extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 				 uint8_t sha_out[STORM_SHA256_LEN]);
 
 /*
+ * A received file kept as it is extracted: write the size bytes at data
+ * into a new file of uid's store (as root, read-only, mode 0444 or 0555
+ * by the execute bits of mode) and hard-link it at leaf in the directory
+ * parentfd, so the job's file and the kept one are one inode and one copy
+ * in RAM.  Its SHA-256 is computed afterwards by the store's own thread,
+ * off the launch's path, from that file, which nobody can change; until
+ * then no launch is offered it.  Returns 0; -EFBIG (larger than the
+ * limit), -EOPNOTSUPP (no cache) or -errno, with nothing at leaf: the
+ * caller writes the file itself.
+ */
+extern int nm_bcast_cache_keep(uid_t uid, const void *data, uint64_t size,
+			       unsigned mode, int parentfd, const char *leaf);
+
+/* Wait until every kept file is named (or dropped): for tests. */
+extern void nm_bcast_cache_settle(void);
+
+/*
  * Hard-link uid's entry of this content, size and execute class (any x
  * bit in mode) at leaf in the directory parentfd, marking it used.
  * Returns 0; -ENOENT when the store does not hold it (an entry that fails

@@ -39,29 +39,27 @@ static int ref(void *arg, int parentfd, const char *leaf,
 	}
 }
 
-static int file_done(void *arg, int parentfd, const char *leaf, int fd,
-		     const void *data, uint64_t size)
+/* Kept as it is written: the job's file and the store's are one inode. */
+static int file(void *arg, int parentfd, const char *leaf, const void *data,
+		uint64_t size, unsigned mode)
 {
 	nm_bcast_cache_use_t *use = arg;
-	uint8_t sha[STORM_SHA256_LEN];
-	int rc;
+	int rc = nm_bcast_cache_keep(use->uid, data, size, mode, parentfd,
+				     leaf);
 
-	(void) parentfd;
-	(void) data;	/* the user can write to it: read from fd instead */
-	rc = nm_bcast_cache_insert(use->uid, fd, size, sha);
 	if (!rc) {
 		use->kept++;
 		use->kept_bytes += size;
-	} else {
-		use->not_kept++;
-		if (rc != -EOPNOTSUPP && rc != -EFBIG && rc != -ENOSPC)
-			nm_verbose("bcast cache: uid %u: %s not kept: %s",
-				   (unsigned) use->uid, leaf, strerror(-rc));
+		return 0;
 	}
-	return 0;
+	use->not_kept++;
+	if (rc != -EOPNOTSUPP && rc != -EFBIG)
+		nm_verbose("bcast cache: uid %u: %s not kept: %s",
+			   (unsigned) use->uid, leaf, strerror(-rc));
+	return 1;	/* written as usual */
 }
 
 const storm_bundle_ops_t nm_bcast_cache_ops = {
 	.ref = ref,
-	.file_done = file_done,
+	.file = file,
 };

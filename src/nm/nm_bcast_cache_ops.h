@@ -10,9 +10,11 @@
  *
  * A reference the store cannot place in that directory (not held, an
  * entry that failed its checks, no cache, another file system, a full
- * link count) is absent: the sender sends the bytes.  A file that cannot
- * be kept (too large for the bound, the store's disk full) is still
- * extracted: the cache only saves transfers, it never fails one.
+ * link count) is absent: the sender sends the bytes.  A file received is
+ * written once, into the store, and the job's file is a link to it
+ * (nm_bcast_cache_keep()).  A file that cannot be kept (too large for the
+ * bound, the store's disk full, another file system) is still extracted,
+ * as the user's own: the cache only saves transfers, it never fails one.
  */
 #ifndef STORM_NM_BCAST_CACHE_OPS_H
 #define STORM_NM_BCAST_CACHE_OPS_H

@@ -42,30 +42,26 @@ static int ref_absent(void *arg, int parentfd, const char *leaf,
 	return STORM_BUNDLE_ABSENT;
 }
 
-/* What a cache's insert does first: the file, read whole through fd,
- * is the bundle's bytes. */
-static int file_done(void *arg, int parentfd, const char *leaf, int fd,
-		     const void *data, uint64_t size)
+/* What a cache's keep sees: a new leaf and the bundle's bytes, all of
+ * them readable; every other file is left to the extractor. */
+static int file_op(void *arg, int parentfd, const char *leaf,
+		   const void *data, uint64_t size, unsigned mode)
 {
-	unsigned char buf[4096];
-	uint64_t off = 0;
+	struct stat st;
+	volatile unsigned char sum = 0;
 
 	(void) arg;
-	(void) parentfd;
-	(void) leaf;
-	while (off < size) {
-		ssize_t n = pread(fd, buf, sizeof(buf), (off_t) off);
-
-		if (n <= 0 || memcmp(buf, (const unsigned char *) data + off,
-				     (size_t) n))
-			abort();
-		off += (uint64_t) n;
-	}
-	return 0;
+	if (!leaf[0] || strchr(leaf, '/') || (mode & ~0777u) ||
+	    !fstatat(parentfd, leaf, &st, AT_SYMLINK_NOFOLLOW))
+		abort();
+	for (uint64_t i = 0; i < size; i++)
+		sum ^= ((const unsigned char *) data)[i];
+	(void) sum;
+	return 1;
 }
 
 static const storm_bundle_ops_t ops = { .ref = ref_absent,
-					.file_done = file_done };
+					.file = file_op };
 static int scratch_fd = -1;
 
 /* Remove name under parent, opening up directories first: an extracted

@@ -142,6 +142,23 @@ static int entries(uid_t uid)
 	return n;
 }
 
+/* Every name in uid's store, temporaries included. */
+static int stored_names(uid_t uid)
+{
+	char path[4200];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/.cache/%u", base, (unsigned) uid);
+	if (!(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
 static void reads(int dirfd, const char *name, const char *content)
 {
 	char buf[256] = "";
@@ -358,6 +375,51 @@ START_TEST(entries_in_use_not_evicted)
 	ck_assert(held(ALICE, sd));
 	ck_assert(!held(ALICE, sa));
 	ck_assert(held(ALICE, sc));
+}
+END_TEST
+
+/* A file received is written once, into the store, as the job's link;
+ * it is named by its SHA-256 afterwards, off the launch's path. */
+START_TEST(kept_file_is_one_copy_named_later)
+{
+	uint8_t sha[STORM_SHA256_LEN], xsha[STORM_SHA256_LEN];
+	char big[2048];
+	struct stat st, est;
+
+	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, "hello", 5, 0640, jobfd, "k"), 0);
+	ck_assert_int_eq(fstatat(jobfd, "k", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert_uint_eq(st.st_uid, 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0444);
+	reads(jobfd, "k", "hello");
+	nm_bcast_cache_settle();
+	ck_assert_int_eq(storm_sha256_parse(HELLO_SHA, sha), 0);
+	ck_assert_int_eq(stat(entry_path(ALICE, sha, false), &est), 0);
+	ck_assert_uint_eq(est.st_ino, st.st_ino);
+	ck_assert_uint_eq(nm_bcast_cache_bytes(ALICE), 5);
+	/* named: the next launch is offered it */
+	ck_assert_int_eq(nm_bcast_cache_place(ALICE, sha, 5, 0644, jobfd, "p"), 0);
+	/* the same bytes again: still one entry, the job has its file */
+	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, "hello", 5, 0600, jobfd, "k2"), 0);
+	nm_bcast_cache_settle();
+	reads(jobfd, "k2", "hello");
+	ck_assert_int_eq(entries(ALICE), 1);
+	ck_assert_uint_eq(nm_bcast_cache_bytes(ALICE), 5);
+	/* the executable class */
+	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, "#!/bin/sh\n", 10, 0750, jobfd, "run"), 0);
+	ck_assert_int_eq(fstatat(jobfd, "run", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0555);
+	nm_bcast_cache_settle();
+	ck_assert_int_eq(storm_sha256_buf("#!/bin/sh\n", 10, xsha), 0);
+	ck_assert_int_eq(access(entry_path(ALICE, xsha, true), F_OK), 0);
+	ck_assert_int_eq(entries(ALICE), 2);
+	/* refused: nothing at the leaf, nothing left in the store */
+	nm_bcast_cache_fini();
+	open_store(1024);
+	memset(big, 'b', sizeof(big));
+	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, big, sizeof(big), 0644, jobfd, "big"), -EFBIG);
+	ck_assert_int_eq(fstatat(jobfd, "big", &st, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, "x", 1, 0644, jobfd, "k"), -EEXIST);
+	ck_assert_int_eq(stored_names(ALICE), 2);	/* no temporary */
 }
 END_TEST
 
@@ -711,7 +773,15 @@ START_TEST(bundle_through_the_store)
 	ck_assert_uint_eq(use.kept, 1);
 	ck_assert_uint_eq(use.kept_bytes, 11);
 	ck_assert_int_eq(storm_sha256_buf("ELF library", 11, sha), 0);
-	ck_assert_int_eq(access(entry_path(ALICE, sha, true), F_OK), 0);
+	nm_bcast_cache_settle();
+	/* one copy: the job's file is the entry */
+	{
+		struct stat js, es;
+
+		ck_assert_int_eq(fstatat(jobfd, "s0_tree/lib/lib.so", &js, 0), 0);
+		ck_assert_int_eq(stat(entry_path(ALICE, sha, true), &es), 0);
+		ck_assert_uint_eq(js.st_ino, es.st_ino);
+	}
 
 	/* the next: references; what the store lacks is named */
 	b = storm_bundle_new();
@@ -855,6 +925,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, caller_identity_kept);
 	tcase_add_test(tc, least_recently_used_evicted);
 	tcase_add_test(tc, entries_in_use_not_evicted);
+	tcase_add_test(tc, kept_file_is_one_copy_named_later);
 	tcase_add_test(tc, unfit_entries_refused);
 	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, changed_file_refused);

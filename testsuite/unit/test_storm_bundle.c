@@ -6,7 +6,7 @@
  * crafted stream the node manager must refuse is refused, with nothing
  * created outside the directory it extracts into.  Cached references
  * ('c' entries) are resolved through the caller's ops, refused without
- * them, and every file written is shown to file_done.
+ * them, and every file is offered to the file op.
  */
 #include <check.h>
 #include <dirent.h>
@@ -874,46 +874,60 @@ START_TEST(refs_duplicates_and_conflicts)
 }
 END_TEST
 
-/* file_done sees each file written, readable through its fd. */
+/* file puts each file its own way, or leaves it to the extractor. */
 typedef struct {
 	int calls;
 	char last[64];
 } done_t;
 
-static int file_done(void *arg, int parentfd, const char *leaf, int fd,
-		     const void *data, uint64_t size)
+static int file_op(void *arg, int parentfd, const char *leaf,
+		   const void *data, uint64_t size, unsigned mode)
 {
 	done_t *d = arg;
-	char buf[64] = "";
 	struct stat st;
+	int fd;
 
-	ck_assert_int_eq(pread(fd, buf, sizeof(buf) - 1, 0), (ssize_t) size);
-	ck_assert_int_eq(memcmp(buf, data, size), 0);
-	ck_assert_int_eq(fstatat(parentfd, leaf, &st, AT_SYMLINK_NOFOLLOW), 0);
-	ck_assert_uint_eq((uint64_t) st.st_size, size);
+	/* a new leaf: nothing there yet */
+	ck_assert_int_eq(fstatat(parentfd, leaf, &st, AT_SYMLINK_NOFOLLOW), -1);
 	d->calls++;
-	snprintf(d->last, sizeof(d->last), "%s:%s:%o", leaf, buf,
-		 (unsigned) (st.st_mode & 0777));
+	snprintf(d->last, sizeof(d->last), "%s:%.*s:%o", leaf, (int) size,
+		 (const char *) data, mode);
 	if (!strcmp(leaf, "fail")) {
 		errno = EDQUOT;
 		return -1;
 	}
+	if (strncmp(leaf, "own", 3))
+		return 1;
+	fd = openat(parentfd, leaf, O_WRONLY | O_CREAT | O_EXCL, 0400);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "mine", 4), 4);
+	close(fd);
 	return 0;
 }
 
-START_TEST(file_done_sees_each_file)
+START_TEST(file_op_sees_each_file)
 {
-	storm_bundle_ops_t ops = { .file_done = file_done };
+	storm_bundle_ops_t ops = { .file = file_op };
 	done_t d = { 0 };
+	struct stat st;
 	craft_t c;
 
-	begin(&c, 3);
+	begin(&c, 4);
 	entry(&c, 'd', 0755, "d", "");
 	entry(&c, 'f', 0640, "d/one", "1");
 	entry(&c, 'f', 0750, "d/two", "22");
+	entry(&c, 'f', 0644, "d/own", "333");
 	ck_assert_msg(extract_ex(c.p, c.len, "out", &ops, &d) == 0, "%s", err);
-	ck_assert_int_eq(d.calls, 2);
-	ck_assert_str_eq(d.last, "two:22:750");
+	ck_assert_int_eq(d.calls, 3);
+	ck_assert_str_eq(d.last, "own:333:644");
+	/* left to the extractor: its bytes and mode */
+	ck_assert_int_eq(stat(at("out/d/two"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0750);
+	ck_assert_uint_eq(st.st_size, 2);
+	/* put by the op: as it left it */
+	ck_assert_int_eq(stat(at("out/d/own"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0400);
+	ck_assert_uint_eq(st.st_size, 4);
 	begin(&c, 1);
 	entry(&c, 'f', 0644, "fail", "x");
 	ck_assert_int_eq(extract_ex(c.p, c.len, "out2", &ops, &d), -1);
@@ -1038,7 +1052,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, refs_absent_all_seen);
 	tcase_add_test(tc, refs_without_a_cache_refused);
 	tcase_add_test(tc, refs_duplicates_and_conflicts);
-	tcase_add_test(tc, file_done_sees_each_file);
+	tcase_add_test(tc, file_op_sees_each_file);
 	tcase_add_test(tc, crafted_refs_refused);
 	tcase_add_test(tc, refs_of_a_bundle);
 	suite_add_tcase(s, tc);

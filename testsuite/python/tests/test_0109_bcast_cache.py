@@ -23,6 +23,7 @@ import pytest
 
 import storm_bcast_site
 from storm_cluster import Cluster
+from storm_wait import wait_for
 from test_0101_bcast_launch import ensure_user
 
 NODES = 4
@@ -37,6 +38,9 @@ def ccluster():
                 storm_conf="BcastCacheSize=64M\n")
     try:
         c.start()
+        # srun's memos of an earlier run in the same directory
+        for u in ("root", "stormtest"):
+            shutil.rmtree(c.path("share", "xdg-%s" % u), ignore_errors=True)
         yield c
     finally:
         c.stop()
@@ -91,7 +95,22 @@ def launch(c, conf, d, user=None):
     r = c.run(argv, env=e, timeout=180)
     sent = [int(m) for m in re.findall(r"storm-bcast: file=/proc/self/fd/\d+ bytes=(\d+)",
                                        r.stderr)]
+    wait_named(c, pw.pw_uid)
     return r.stdout.split(), sent, r.stderr
+
+
+def wait_named(c, uid):
+    """Until every node has named what it kept of uid's files: a node
+    manager hashes a file it received after the job has it, and only a
+    named file is offered to the next launch."""
+    def unnamed():
+        left = []
+        for n in c.node_names():
+            d = store(c, n, uid)
+            if os.path.isdir(d):
+                left += [(n, e) for e in os.listdir(d) if e.startswith(".")]
+        return left
+    wait_for(lambda: not unnamed(), 120, "the nodes to name the files they kept")
 
 
 def store(c, node, uid):
