@@ -892,28 +892,27 @@ static int purge_user(uid_t uid, int dirfd, void *arg)
 	return n;
 }
 
-extern int nm_bcast_cache_list(uid_t uid, FILE *out)
+/* fn on uid's directory (or each user's), as root, under the lock */
+static int on_users(uid_t uid, int (*fn)(uid_t, int, void *), void *arg)
 {
 	fs_ident_t was = fs_root();
 	int n;
 
 	pthread_mutex_lock(&store.lock);
-	n = store.cachefd < 0 ? -EOPNOTSUPP : each_user(uid, list_user, out);
+	n = store.cachefd < 0 ? -EOPNOTSUPP : each_user(uid, fn, arg);
 	pthread_mutex_unlock(&store.lock);
 	fs_back(was);
 	return n;
 }
 
+extern int nm_bcast_cache_list(uid_t uid, FILE *out)
+{
+	return on_users(uid, list_user, out);
+}
+
 extern int nm_bcast_cache_purge(uid_t uid)
 {
-	fs_ident_t was = fs_root();
-	int n;
-
-	pthread_mutex_lock(&store.lock);
-	n = store.cachefd < 0 ? -EOPNOTSUPP : each_user(uid, purge_user, NULL);
-	pthread_mutex_unlock(&store.lock);
-	fs_back(was);
-	return n;
+	return on_users(uid, purge_user, NULL);
 }
 
 extern uint64_t nm_bcast_cache_bytes(uid_t uid)

@@ -126,7 +126,8 @@ static char *entry_path(uid_t uid, const uint8_t sha[STORM_SHA256_LEN],
 	return out[i];
 }
 
-static int entries(uid_t uid)
+/* The names in uid's store: its entries, or with temporaries every one. */
+static int names_in_store(uid_t uid, bool temporaries)
 {
 	char path[4200];
 	struct dirent *de;
@@ -137,26 +138,16 @@ static int entries(uid_t uid)
 	if (!(d = opendir(path)))
 		return 0;
 	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
+		n += de->d_name[0] != '.' ||
+		     (temporaries && strcmp(de->d_name, ".") &&
+		      strcmp(de->d_name, ".."));
 	closedir(d);
 	return n;
 }
 
-/* Every name in uid's store, temporaries included. */
-static int stored_names(uid_t uid)
+static int entries(uid_t uid)
 {
-	char path[4200];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/.cache/%u", base, (unsigned) uid);
-	if (!(d = opendir(path)))
-		return 0;
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-	closedir(d);
-	return n;
+	return names_in_store(uid, false);
 }
 
 static void reads(int dirfd, const char *name, const char *content)
@@ -419,7 +410,7 @@ START_TEST(kept_file_is_one_copy_named_later)
 	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, big, sizeof(big), 0644, jobfd, "big"), -EFBIG);
 	ck_assert_int_eq(fstatat(jobfd, "big", &st, AT_SYMLINK_NOFOLLOW), -1);
 	ck_assert_int_eq(nm_bcast_cache_keep(ALICE, "x", 1, 0644, jobfd, "k"), -EEXIST);
-	ck_assert_int_eq(stored_names(ALICE), 2);	/* no temporary */
+	ck_assert_int_eq(names_in_store(ALICE, true), 2);	/* no temporary */
 }
 END_TEST
 
