@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -54,16 +56,56 @@ static void quiet_log(void *arg, storm_log_level_t l, const char *m)
 		fprintf(stderr, "[%d] %s\n", (int)getpid(), m);
 }
 
+/*
+ * Ports: a block of this harness's own, below Linux's ephemeral range
+ * (32768 up), where outgoing connections of other tests and clusters on
+ * the host take theirs.  The test programs run side by side (make -j
+ * check), and the live members of a test that killed one keep
+ * reconnecting to its port for a while: a harness that took that port at
+ * once would get their messages (on a loaded host they come late, and
+ * count as dropped there).  So a counter shared by every harness on the
+ * host hands the blocks out in turn, and a port comes back only after
+ * every other block has been used.  Rank r takes block + r, the driver
+ * block + n, a caller block + H_MAX + 1; one that is taken tries further
+ * ports across the range.
+ */
+#define H_PORT_LO 20000
+#define H_PORT_SPAN 12000
+#define H_PORT_BLOCK (H_MAX + 8)
+#define H_PORT_COUNTER "/tmp/storm-mech-test-ports"
+
+static int port_block(void)
+{
+	unsigned n = (unsigned)getpid(), next;
+	int fd = open(H_PORT_COUNTER, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd >= 0 && flock(fd, LOCK_EX) == 0) {
+		if (pread(fd, &n, sizeof(n), 0) != (ssize_t)sizeof(n))
+			n = (unsigned)getpid();
+		next = n + 1;
+		if (pwrite(fd, &next, sizeof(next), 0) != (ssize_t)sizeof(next))
+			n = (unsigned)getpid();
+		flock(fd, LOCK_UN);
+	}
+	if (fd >= 0)
+		close(fd);
+	return H_PORT_LO + (int)(n % (H_PORT_SPAN / H_PORT_BLOCK)) *
+	       H_PORT_BLOCK;
+}
+
+static int try_port(int first, int tries)
+{
+	return H_PORT_LO + (first - H_PORT_LO + tries * 7919) % H_PORT_SPAN;
+}
+
 static int open_ctx(struct h_shared *sh, const storm_cfg_t *tmpl, int rank,
 		    storm_ctx_t **ctx)
 {
 	storm_cfg_t cfg = *tmpl;
-	/* below Linux's ephemeral range (32768 up), where outgoing connections
-	 * of other tests and clusters on the host take their ports */
-	int base = 20000 + (int)(getpid() % 700) * 16;
+
 	cfg.rank = rank;
 	for (int tries = 0; tries < 50; tries++) {
-		cfg.port = 20000 + (base - 20000 + tries * 7919) % 12000;
+		cfg.port = try_port(sh->port_base + rank, tries);
 		/* ctx open logs bind failures; keep quiet while retrying */
 		if (storm_ctx_open(&cfg, ctx) == 0) {
 			storm_set_log_fn(*ctx, quiet_log, NULL,
@@ -248,6 +290,7 @@ static int start(struct harness *h, int n, const storm_cfg_t *cfg,
 		return -ENOMEM;
 	memset(h->sh, 0, sizeof(*h->sh));
 	h->sh->n = h->n = n;
+	h->sh->port_base = port_block();
 	h->sh->use_dest = hooked;
 	h->prov = cfg->provider;
 	for (int i = 0; i < n; i++) {
@@ -310,7 +353,7 @@ storm_ctx_t *h_caller(struct harness *h, const storm_cfg_t *tmpl)
 	for (int tries = 0; tries < 50 && !h->caller; tries++) {
 		/* the members' range, clear of the ports they hold (shm names
 		 * its endpoints by port) */
-		cfg.port = 20000 + (int)(getpid() * 31 + tries * 7919) % 12000;
+		cfg.port = try_port(h->sh->port_base + H_MAX + 1, tries);
 		for (int r = 0; r <= h->n; r++)
 			if (h->sh->port[r] == cfg.port)
 				cfg.port = 0;

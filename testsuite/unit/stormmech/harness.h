@@ -30,6 +30,7 @@ struct h_res {
 struct h_shared {
 	int n;
 	int use_dest;             /* members receive through a dest hook */
+	int port_base;            /* this harness's block of ports */
 	int port[H_MAX + 1];
 	volatile int ready[H_MAX + 1];
 	volatile int go;

@@ -29,6 +29,21 @@ static void wait_members_ev(struct harness *h, const storm_set_t *set,
 	}
 }
 
+/* rank r dropped nothing; if it did, say what */
+static void no_drops(const struct harness *h, int r)
+{
+	const storm_stats_t *st = &h->sh->res[r].st;
+
+	ck_assert_msg(st->rx_dropped == 0,
+		      "rank %d dropped %lu: bad header %lu, range %lu, sender %lu, stale %lu, receive errors %lu",
+		      r, (unsigned long)st->rx_dropped,
+		      (unsigned long)st->rx_bad_header,
+		      (unsigned long)st->rx_bad_range,
+		      (unsigned long)st->rx_bad_sender,
+		      (unsigned long)st->rx_stale,
+		      (unsigned long)st->rx_errors);
+}
+
 /* one transfer of len bytes to `set`, checked on every member */
 static void xfer_and_check(struct harness *h, const storm_set_t *set,
 			   size_t len, uint64_t off, unsigned seed,
@@ -63,7 +78,7 @@ static void xfer_and_check(struct harness *h, const storm_set_t *set,
 			      "rank %d: remote event %lu, want %lu", r,
 			      (unsigned long)h->sh->res[r].ev[1],
 			      (unsigned long)expect_ev[r]);
-		ck_assert_int_eq(h->sh->res[r].st.rx_dropped, 0);
+		no_drops(h, r);
 	}
 	free(buf);
 }
@@ -280,7 +295,7 @@ START_TEST(on_arrival)
 	for (int r = 0; r < N; r++) {
 		ck_assert(h.sh->res[r].sum == h_sum(small, sizeof(small)));
 		ck_assert_int_eq(h.sh->res[r].ev[1], ev[r]);
-		ck_assert_int_eq(h.sh->res[r].st.rx_dropped, 0);
+		no_drops(&h, r);
 	}
 
 	/* several chunks: signalled once, when the last one is in */
