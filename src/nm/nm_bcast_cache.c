@@ -30,6 +30,7 @@
 
 #define COPY_BUF (1 << 20)
 #define TMP_PREFIX ".tmp-"
+#define TMP_NAME 64
 #define EXEC_SUFFIX ".x"
 /* "<hex>" or "<hex>.x" */
 #define ENTRY_NAME (STORM_SHA256_HEX + sizeof(EXEC_SUFFIX) - 1)
@@ -44,7 +45,7 @@ typedef struct {
 typedef struct pending {
 	struct pending *next;
 	uid_t uid;
-	char tmp[64];
+	char tmp[TMP_NAME];
 	uint64_t size;
 	bool exec;
 } pending_t;
@@ -543,12 +544,34 @@ added:
 	return 0;
 }
 
+/* A new entry of size bytes for uid: a copy of the user's store
+ * directory's fd in *dirfd and a temporary's name in tmp (TMP_NAME
+ * bytes), made afresh; 0, -EOPNOTSUPP (no cache), -EFBIG (larger than
+ * the limit) or -errno.  The caller has root's identity. */
+static int begin_entry(uid_t uid, uint64_t size, int *dirfd,
+		       char tmp[TMP_NAME])
+{
+	ucache_t *u;
+	int rc = 0;
+
+	pthread_mutex_lock(&store.lock);
+	if (store.cachefd < 0)
+		rc = -EOPNOTSUPP;
+	else if (size > store.limit)
+		rc = -EFBIG;
+	else if ((u = user(uid, true, &rc)) && (*dirfd = dup(u->dirfd)) < 0)
+		rc = -errno;
+	snprintf(tmp, TMP_NAME, TMP_PREFIX "%s%" PRIu64, store.self,
+		 store.seq++);
+	pthread_mutex_unlock(&store.lock);
+	return rc;
+}
+
 extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 				 uint8_t sha_out[STORM_SHA256_LEN])
 {
-	char tmp[64], name[ENTRY_NAME];
+	char tmp[TMP_NAME], name[ENTRY_NAME];
 	struct stat st;
-	ucache_t *u;
 	fs_ident_t was;
 	bool exec;
 	int dirfd = -1, out = -1, rc = 0;
@@ -559,17 +582,7 @@ extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
 		return -ESTALE;
 	exec = st.st_mode & 0111;
 	was = fs_root();
-	pthread_mutex_lock(&store.lock);
-	if (store.cachefd < 0)
-		rc = -EOPNOTSUPP;
-	else if (size > store.limit)
-		rc = -EFBIG;
-	else if ((u = user(uid, true, &rc)) && (dirfd = dup(u->dirfd)) < 0)
-		rc = -errno;
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s%" PRIu64, store.self,
-		 store.seq++);
-	pthread_mutex_unlock(&store.lock);
-	if (rc)
+	if ((rc = begin_entry(uid, size, &dirfd, tmp)))
 		goto done;
 	/* written as root, in a directory only root reaches */
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
@@ -673,24 +686,13 @@ extern int nm_bcast_cache_keep(uid_t uid, const void *data, uint64_t size,
 {
 	pending_t *p = calloc(1, sizeof(*p));
 	bool exec = mode & 0111;
-	ucache_t *u;
 	fs_ident_t was;
 	int dirfd = -1, out = -1, rc = 0;
 
 	if (!p)
 		return -ENOMEM;
 	was = fs_root();
-	pthread_mutex_lock(&store.lock);
-	if (store.cachefd < 0)
-		rc = -EOPNOTSUPP;
-	else if (size > store.limit)
-		rc = -EFBIG;
-	else if ((u = user(uid, true, &rc)) && (dirfd = dup(u->dirfd)) < 0)
-		rc = -errno;
-	snprintf(p->tmp, sizeof(p->tmp), TMP_PREFIX "%s%" PRIu64, store.self,
-		 store.seq++);
-	pthread_mutex_unlock(&store.lock);
-	if (rc)
+	if ((rc = begin_entry(uid, size, &dirfd, p->tmp)))
 		goto done;
 	/* written as root, in a directory only root reaches; read-only and
 	 * root's before the job's link to it exists */
