@@ -61,6 +61,7 @@ static bool place_job(mm_t *mm, const mm_sample_job_t *sj)
 			mm->jobs_left++;
 		changed = true;
 	}
+	j->label = sj->label;	/* for people only: not a change */
 	j->seen = true;
 	return changed;
 }

@@ -24,12 +24,26 @@
 
 #include "src/common/storm_conf.h"
 #include "src/common/storm_gang.h"
+#include "src/common/storm_status.h"
 
 /* Slots a mask can name; a job that finds none free runs unswitched. */
 #define MM_MAX_SLOTS 32
 
+/*
+ * What the status file shows of a job for people, as the sampler last
+ * copied it from Slurm's record (mm_sampler.c).  The strobe thread renders
+ * the status: it must take no slurmctld lock and make no NSS lookup, since
+ * either can wait for seconds while no strobe goes out.
+ */
+typedef struct mm_job_label {
+	char name[STORM_STATUS_JOBNAMELEN];	/* "" when none */
+	char user[STORM_STATUS_NAMELEN];	/* "" when not resolved */
+	uint32_t cpus;				/* allocated */
+} mm_job_label_t;
+
 typedef struct mm_job {
 	uint32_t job_id, uid;
+	mm_job_label_t label;
 	int slot;		/* -1: none */
 	uint32_t mask;		/* bit s: runs in slot s */
 	bool gang;		/* switched: Policy=gang or flexible */

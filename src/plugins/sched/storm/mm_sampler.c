@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/bitstring.h"
 #include "src/common/list.h"
 #include "src/common/log.h"
+#include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
@@ -80,6 +82,22 @@ static void copy_job(mm_sample_job_t *sj, job_record_t *jp)
 	sj->part = jp->part_ptr && jp->part_ptr->name ?
 		   xstrdup(jp->part_ptr->name) : NULL;
 	sj->nodes = copy_bits(jp->node_bitmap, &sj->nbits);
+	snprintf(sj->label.name, sizeof(sj->label.name), "%s",
+		 jp->name ? jp->name : "");
+	sj->label.cpus = jp->total_cpus;
+}
+
+/* After the locks: a user's name can take an NSS lookup (LDAP, sssd),
+ * which no slurmctld lock should wait for; cached after the first. */
+static void name_users(mm_sample_t *s)
+{
+	for (int i = 0; i < s->njobs; i++) {
+		mm_sample_job_t *sj = &s->jobs[i];
+		char *user = uid_to_string_cached((uid_t) sj->user_id);
+
+		snprintf(sj->label.user, sizeof(sj->label.user), "%s",
+			 user ? user : "");
+	}
 }
 
 /* Under slurmctld's read locks: the running and suspended jobs, and which
@@ -136,6 +154,7 @@ static mm_sample_t *take_sample(mm_sampler_t *sp)
 	t1 = storm_mono_ns();
 	copy_locked(s);
 	unlock_slurmctld(job_read);
+	name_users(s);
 	s->locked_ns = t1;
 	note_slow(sp, t1 - t0, t1);
 	return s;

@@ -33,6 +33,7 @@ typedef struct mm_sample_job {
 	char *part;		/* its partition's name; NULL: none */
 	int nbits;		/* bits in nodes: Slurm's node count */
 	uint64_t *nodes;	/* its nodes by Slurm's node index (= rank) */
+	mm_job_label_t label;	/* the user resolved after the locks */
 } mm_sample_job_t;
 
 typedef struct mm_sample {

@@ -22,11 +22,9 @@
 
 #include "src/common/slurm_xlator.h"
 #include "src/common/log.h"
+#include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
-#include "src/common/uid.h"
 #include "src/common/xstring.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
 
 #include "src/common/storm_report.h"
 #include "src/common/storm_status.h"
@@ -143,7 +141,6 @@ static void fill_node(const mm_t *mm, int i, storm_status_node_t *n)
 static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 {
 	storm_set_t set;
-	char *user;
 
 	storm_set_clear(&set);
 	for (int k = 0; k < mm->nnodes; k++)
@@ -154,25 +151,10 @@ static void fill_job(const mm_t *mm, const mm_job_t *j, storm_status_job_t *s)
 	s->mask = j->mask;
 	storm_set_format(&set, s->nodes, sizeof(s->nodes));
 	snprintf(s->policy, sizeof(s->policy), "%s", mm_job_policy_str(j));
-	user = uid_to_string_cached((uid_t) j->uid);
-	snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
-}
-
-/* The jobs' names, for people, and their allocated CPUs, under Slurm's
- * job read lock: once per status (a second), never per quantum. */
-static void job_names(const mm_t *mm, storm_status_job_t *s)
-{
-	slurmctld_lock_t job_read = { .job = READ_LOCK };
-
-	lock_slurmctld(job_read);
-	for (int i = 0; i < mm->matrix.njobs; i++) {
-		job_record_t *jp = find_job_record(mm->matrix.jobs[i].job_id);
-
-		snprintf(s[i].name, sizeof(s[i].name), "%s",
-			 jp && jp->name ? jp->name : "");
-		s[i].cpus = jp ? jp->total_cpus : 0;
-	}
-	unlock_slurmctld(job_read);
+	/* the sampler's copy (mm_matrix.h): no slurmctld lock taken here */
+	snprintf(s->name, sizeof(s->name), "%s", j->label.name);
+	snprintf(s->user, sizeof(s->user), "%s", j->label.user);
+	s->cpus = j->label.cpus;
 }
 
 /* The reports in the MM's region, where the node managers write them. */
@@ -274,7 +256,6 @@ static void print_all(const mm_t *mm, FILE *fp)
 		fill_node(mm, i, &n);
 		storm_status_fprint_node(fp, &n);
 	}
-	job_names(mm, s);
 	for (int i = 0; i < mm->matrix.njobs; i++)
 		fill_job(mm, &mm->matrix.jobs[i], &s[i]);
 	job_usage(mm, s, mm->matrix.njobs);
