@@ -143,33 +143,52 @@ static void user_slot_give(uid_t uid)
 }
 
 /* The error of a transfer that did not reach `failed`: fmt takes their
- * names, then the error.  Names the nodes that are really gone when some
- * are, not the whole subtree the tree lost with them. */
-static void xfer_error(const storm_set_t *failed, int mrc, uint64_t key,
-		       const char *fmt, char *err, size_t errlen)
+ * names, then the error.  Names the members that are really gone (`lost`:
+ * each did not answer its parent, storm_op_lost()), not the whole subtree
+ * the tree lost with them; the acknowledgements tell, so no probe waits
+ * out a timeout on a dead node before srun hears of it. */
+static void xfer_error(const storm_set_t *failed, const storm_set_t *lost,
+		       int mrc, const char *fmt, char *err, size_t errlen)
 {
-	storm_set_t dead;
 	char names[1024];
 
-	nm_relay_unreachable(failed, &dead, key);
-	nm_relay_set_names(storm_set_count(&dead) ? &dead : failed, names, sizeof(names));
+	nm_relay_set_names(storm_set_count(lost) ? lost : failed, names,
+			   sizeof(names));
 	snprintf(err, errlen, fmt, storm_set_count(failed) ? names : "?",
 		 storm_strerror(mrc));
+}
+
+/* Wait for a transfer, then free it: 0, or -1 with err set (fmt as for
+ * xfer_error()). */
+static int xfer_wait(storm_op_t *op, const char *fmt, char *err,
+		     size_t errlen)
+{
+	storm_set_t failed, lost;
+	int mrc = storm_op_wait(op, -1, &failed);
+
+	if (mrc)
+		storm_op_lost(op, &lost);
+	storm_op_free(op);
+	if (!mrc)
+		return 0;
+	xfer_error(&failed, &lost, mrc, fmt, err, errlen);
+	return -1;
 }
 
 /* XFER-AND-SIGNAL to the whole set; on failure, err says which nodes it
  * did not reach (fmt takes their names, then the error). */
 static int xfer_all(const storm_set_t *set, const void *data, uint64_t len,
-		    uint64_t offset, uint64_t key, const char *fmt, char *err,
-		    size_t errlen)
+		    uint64_t offset, const char *fmt, char *err, size_t errlen)
 {
-	storm_set_t failed;
-	int mrc = storm_xfer_sync(relay.nm->ctx, set, data, len, offset,
-				  STORM_NO_EVENT, &failed);
+	storm_op_t *op;
+	storm_set_t none;
+	int mrc = storm_xfer_flags(relay.nm->ctx, set, data, len, offset,
+				   STORM_NO_EVENT, STORM_NO_EVENT, 0, &op);
 
 	if (!mrc)
-		return 0;
-	xfer_error(&failed, mrc, key, fmt, err, errlen);
+		return xfer_wait(op, fmt, err, errlen);
+	storm_set_clear(&none);
+	xfer_error(&none, &none, mrc, fmt, err, errlen);
 	return -1;
 }
 
@@ -189,7 +208,7 @@ static int send_manifest(const storm_set_t *set, const char *cred,
 	    asprintf(&man, "%s\n%s", cred, attest) < 0)
 		man = NULL;
 	rc = xfer_all(set, man ? man : cred, strlen(man ? man : cred),
-		      STORM_BCAST_MANIFEST | key, key,
+		      STORM_BCAST_MANIFEST | key,
 		      "node(s) %s did not receive the broadcast request: %s",
 		      err, errlen);
 	free(man);
@@ -235,7 +254,6 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 		     double *t, uint64_t *unread, char *err, size_t errlen)
 {
 	storm_op_t *op = NULL;
-	storm_set_t failed;
 	int rc, mrc;
 
 	nm_relay_report_phase(key, STORM_RELAY_READY);
@@ -271,16 +289,12 @@ static int multicast(int fd, const storm_set_t *set, uint64_t key,
 		return 0;
 	}
 	storm_xfer_supply(op, size);
-	mrc = storm_op_wait(op, -1, &failed);
-	storm_op_free(op);
+	rc = xfer_wait(op, "transfer failed on node(s) %s: %s; no node keeps the file",
+		       err, errlen);
 	t[2] = storm_mono_ms();
 	nm_relay_report_phase(key, STORM_RELAY_CONFIRM);
-	if (mrc) {
-		xfer_error(&failed, mrc, key,
-			   "transfer failed on node(s) %s: %s; no node keeps the file",
-			   err, errlen);
+	if (rc)
 		return -1;
-	}
 	/* -2: only references some node lacks (storm_bcast.h) */
 	return nm_relay_wait_state(set, key, STORM_BCAST_DONE, size, err,
 				   errlen);
@@ -299,7 +313,7 @@ static int send_go(const storm_set_t *set, uint64_t key, char *err,
 {
 	nm_relay_report_phase(key, STORM_RELAY_GO);
 	if (storm_set_count(set) &&
-	    xfer_all(set, "", 0, STORM_BCAST_GO | key, key,
+	    xfer_all(set, "", 0, STORM_BCAST_GO | key,
 		     "node(s) %s did not receive the go-ahead: %s", err, errlen))
 		return -1;
 	nm_bcast_go(relay.nm->rank, key);

@@ -84,9 +84,10 @@ extern int nm_relay_count_state(const storm_set_t *set, uint64_t key, int st)
 	return n;
 }
 
-/* Of the nodes a tree operation reports failed (in a chain, the whole
- * part below a node that is gone), the ones that do not answer alone. */
-extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
+/* Of the nodes a COMPARE-AND-WRITE reports unreachable (the whole part of
+ * its tree below a node that is gone), the ones that do not answer alone.
+ * A transfer names them from its acknowledgements (storm_op_lost()). */
+static void unreachable(const storm_set_t *failed, storm_set_t *dead,
 			uint64_t key)
 {
 	int var = storm_bcast_var(key);
@@ -119,7 +120,7 @@ static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
 	if (storm_set_count(&unr)) {
 		/* the tree reports the subtree it could not reach: ask each
 		 * node alone to name the ones really gone */
-		nm_relay_unreachable(set, &dead, key);
+		unreachable(set, &dead, key);
 		nm_relay_set_names(storm_set_count(&dead) ? &dead : &unr, names,
 			  sizeof(names));
 		snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",

@@ -21,9 +21,6 @@ extern const char *nm_relay_node_name(int rank);
 extern void nm_relay_set_names(const storm_set_t *s, char *out, size_t len);
 /* How many nodes of set report state st for key (each asked alone). */
 extern int nm_relay_count_state(const storm_set_t *set, uint64_t key, int st);
-/* Of the nodes in failed, those that do not answer alone. */
-extern void nm_relay_unreachable(const storm_set_t *failed, storm_set_t *dead,
-			uint64_t key);
 /* Until every node of set reports `want`: 0, or -1 with err naming the
  * nodes that refused (with their reasons), did not answer or did not get
  * there within nm_relay_wait_ms() of a file of size bytes; -2 (err set)

@@ -104,3 +104,20 @@ void sm_tree_subtree(const storm_set_t *set, int root, int arity, int rank,
 		hi = hi * arity + arity;
 	}
 }
+
+void sm_tree_lost(const storm_set_t *set, int root, int arity,
+		  const storm_set_t *failed, storm_set_t *lost)
+{
+	storm_set_clear(lost);
+	for (int r = storm_set_next(failed, 0); r >= 0;
+	     r = storm_set_next(failed, r + 1)) {
+		int p = rank_pos(set, root, r);
+		int parent;
+
+		if (p <= 0)
+			continue;	/* not a member, or the root itself */
+		parent = sm_tree_rank_at(set, root, (p - 1) / arity);
+		if (parent == root || !storm_set_has(failed, parent))
+			storm_set_add(lost, r);
+	}
+}

@@ -414,6 +414,23 @@ int storm_op_wait(storm_op_t *op, int timeout_ms, storm_set_t *failed)
 	return rc;
 }
 
+int storm_op_lost(storm_op_t *op, storm_set_t *lost)
+{
+	struct storm_ctx *ctx;
+
+	if (!op || !lost)
+		return -EINVAL;
+	ctx = op->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (op->kind == SM_K_XFER)
+		sm_tree_lost(&op->set, (int)op->root, op->arity, &op->failed,
+			     lost);
+	else
+		storm_set_clear(lost);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 void storm_op_free(storm_op_t *op)
 {
 	if (!op)

@@ -355,6 +355,14 @@ int storm_xfer_flags(storm_ctx_t *ctx, const storm_set_t *set,
  * filled if not NULL), other negative error */
 int  storm_op_test(storm_op_t *op, storm_set_t *failed);
 int  storm_op_wait(storm_op_t *op, int timeout_ms, storm_set_t *failed);
+/*
+ * Of the failed members, the ones that did not answer their own parent in
+ * the transfer's tree: down, or their link cut.  The rest of the failed
+ * set is only what lay below them.  Known at once from the acknowledgements,
+ * so naming the culprit costs no probe (a probe of a dead member waits out
+ * a timeout).  0, or -EINVAL.
+ */
+int  storm_op_lost(storm_op_t *op, storm_set_t *lost);
 void storm_op_free(storm_op_t *op);   /* waits/cancels if still running */
 
 /*

@@ -63,9 +63,17 @@ static void kill_in_xfer(int prov_i, int victim)
 	h_kill(&h, victim);
 	int rc = storm_op_wait(op, (int)(H_FAIL_BOUND_S(TMO) * 1000), &failed);
 	double dt = now_s() - t0;
+	storm_set_t lost;
+	char ls[64];
+
+	ck_assert_int_eq(storm_op_lost(op, &lost), 0);
 	storm_op_free(op);
 	ck_assert_int_eq(rc, -EIO);
 	ck_assert(storm_set_has(&failed, victim));
+	/* the culprit alone, not the members it cut off */
+	storm_set_format(&lost, ls, sizeof(ls));
+	ck_assert_int_eq(storm_set_count(&lost), 1);
+	ck_assert_msg(storm_set_has(&lost, victim), "lost %s", ls);
 	ck_assert_msg(dt < H_FAIL_BOUND_S(TMO), "error after %.1f s", dt);
 	if (victim == 0)
 		for (int r = 4; r < 8; r++)

@@ -134,6 +134,42 @@ START_TEST(tree_subtree_exact)
 }
 END_TEST
 
+static void check_lost(const char *set, int root, int k, const int *cut,
+		       int ncut, const char *want)
+{
+	storm_set_t s, failed, lost;
+	char buf[256];
+
+	storm_set_parse(&s, set);
+	storm_set_clear(&failed);
+	for (int i = 0; i < ncut; i++)
+		sm_tree_subtree(&s, root, k, cut[i], &failed);
+	sm_tree_lost(&s, root, k, &failed, &lost);
+	storm_set_format(&lost, buf, sizeof(buf));
+	ck_assert_str_eq(buf, want);
+}
+
+/* The roots of the failed subtrees, and nothing below them */
+START_TEST(tree_lost_names_the_cut)
+{
+	check_lost("0-31", 40, 1, (int[]){ 5 }, 1, "5");	/* a chain */
+	check_lost("0-31", 40, 1, (int[]){ 9, 5 }, 2, "5");
+	check_lost("0-7", 8, 2, (int[]){ 2, 0 }, 2, "0");	/* 2 under 0 */
+	check_lost("0-7", 8, 2, (int[]){ 0, 1 }, 2, "0-1");
+	check_lost("0-7", 8, 2, (int[]){ 7 }, 1, "7");		/* a leaf */
+	check_lost("0-15", 0, 4, (int[]){ 1, 12 }, 2, "1,12");	/* root inside */
+	check_lost("0-7", 8, 2, NULL, 0, "");
+
+	/* a rank outside the set, or the root, is no cut */
+	storm_set_t s, failed, lost;
+
+	storm_set_parse(&s, "0-7");
+	storm_set_parse(&failed, "8,20");
+	sm_tree_lost(&s, 8, 2, &failed, &lost);
+	ck_assert_int_eq(storm_set_count(&lost), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stormmech-set-tree");
@@ -144,6 +180,7 @@ int main(void)
 	tc = tcase_create("tree");
 	tcase_add_test(tc, tree_shapes);
 	tcase_add_test(tc, tree_subtree_exact);
+	tcase_add_test(tc, tree_lost_names_the_cut);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
