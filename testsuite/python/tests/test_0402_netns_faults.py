@@ -146,8 +146,11 @@ def _wait_resumed(c, node, timeout=180):
 
 
 def _after_cut(c, victim, rc, out, err, took, marker):
-    print("link of %s cut mid-broadcast: srun reported it %.2f s later: %s" % (
-        victim, took, [l for l in err.splitlines() if "Failed to broadcast" in l]))
+    # the time is printed, not asserted (a loaded host stretches it): with
+    # the default Timeout of 5 s it should read about 5 s, the relay too
+    print("link of %s cut mid-broadcast: srun reported it %.2f s later "
+          "(Timeout 5 s): %s" % (
+              victim, took, [l for l in err.splitlines() if "Failed to broadcast" in l]))
     assert rc != 0, out + err
     assert "Failed to broadcast" in err and victim in err, err
     time.sleep(1)      # a task that escaped would have written by now
