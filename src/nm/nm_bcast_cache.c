@@ -8,8 +8,8 @@
  * directory and a byte count, read from the directory on first use, so a
  * node manager that restarts finds what the last one kept.  One lock
  * guards that table and every change of a directory's entries; the slow
- * part of an insert (reading, hashing and writing the bytes) runs outside
- * it, into a temporary file of its own.
+ * parts of keeping a file (writing its bytes, later hashing them) run
+ * outside it, on a temporary file of its own.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -303,7 +303,7 @@ static int older(const void *a, const void *b)
 /* Least recently used first, never one used in the last hold seconds,
  * until an eighth under the limit; the count read afresh from the
  * directory.  When only entries in use are left over the limit, keep (the
- * entry just inserted) goes too: a launch between its references and its
+ * entry just named) goes too: a launch between its references and its
  * data relies on what it found.  Returns whether keep stays.  caller
  * holds the lock */
 static bool evict(ucache_t *u, const char *keep)
@@ -468,10 +468,9 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* size bytes of in into out (out < 0: nowhere), hashed as read; 0 or
- * -errno. */
-static int copy_hashed(int in, int out, uint64_t size,
-		       uint8_t sha[STORM_SHA256_LEN])
+/* The SHA-256 of the size bytes of in; 0 or -errno (-ESTALE: not size
+ * bytes long). */
+static int hash_file(int in, uint64_t size, uint8_t sha[STORM_SHA256_LEN])
 {
 	unsigned char *buf = malloc(COPY_BUF);
 	storm_sha256_t *h = storm_sha256_new();
@@ -483,7 +482,7 @@ static int copy_hashed(int in, int out, uint64_t size,
 		goto done;
 	}
 	while (!rc && off <= size) {
-		/* one byte past the end: a file that grew is refused */
+		/* one byte past the end: a longer file is refused */
 		size_t want = size - off < COPY_BUF ? (size_t) (size - off) + 1 :
 						      COPY_BUF;
 		ssize_t r = pread(in, buf, want, (off_t) off);
@@ -498,7 +497,7 @@ static int copy_hashed(int in, int out, uint64_t size,
 			break;
 		else if (storm_sha256_update(h, buf, (size_t) r))
 			rc = -EIO;
-		else if (out < 0 || !(rc = write_all(out, buf, (size_t) r)))
+		else
 			off += (uint64_t) r;
 	}
 	if (!rc && storm_sha256_final(h, sha))
@@ -567,56 +566,6 @@ static int begin_entry(uid_t uid, uint64_t size, int *dirfd,
 	return rc;
 }
 
-extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
-				 uint8_t sha_out[STORM_SHA256_LEN])
-{
-	char tmp[TMP_NAME], name[ENTRY_NAME];
-	struct stat st;
-	fs_ident_t was;
-	bool exec;
-	int dirfd = -1, out = -1, rc = 0;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != size)
-		return -ESTALE;
-	exec = st.st_mode & 0111;
-	was = fs_root();
-	if ((rc = begin_entry(uid, size, &dirfd, tmp)))
-		goto done;
-	/* written as root, in a directory only root reaches */
-	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		     O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		goto done;
-	}
-	if ((rc = copy_hashed(fd, out, size, sha_out)))
-		goto done;
-	if (fchmod(out, entry_mode(exec))) {
-		rc = -errno;
-		goto done;
-	}
-	rc = close(out) ? -errno : 0;
-	out = -1;
-	if (rc)
-		goto done;
-	name_of(sha_out, exec, name);
-	pthread_mutex_lock(&store.lock);
-	rc = commit(uid, dirfd, tmp, name, exec, size);
-	pthread_mutex_unlock(&store.lock);
-done:
-	if (out >= 0)
-		close(out);
-	if (dirfd >= 0) {
-		if (rc)
-			unlinkat(dirfd, tmp, 0);
-		close(dirfd);
-	}
-	fs_back(was);
-	return rc;
-}
-
 /* ------------------------------------------------------------ keep */
 /* Name one kept file by its bytes' SHA-256, or drop it. */
 static void name_kept(const pending_t *p)
@@ -637,7 +586,7 @@ static void name_kept(const pending_t *p)
 	if ((fd = openat(dirfd, p->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = -errno;
 	else
-		rc = copy_hashed(fd, -1, p->size, sha);
+		rc = hash_file(fd, p->size, sha);
 	if (!rc) {
 		name_of(sha, p->exec, name);
 		pthread_mutex_lock(&store.lock);

@@ -16,32 +16,33 @@
  * threat for the same reason.  Its data outlives an eviction for as long
  * as a job links to it.
  *
- * Trust.  The name is the hash of what the node itself wrote: insert
- * copies the data into a file in the user's store (reachable by root
- * only), hashing the very bytes it writes, so what the user can reach and
- * change (their extracted file, the bundle) never becomes an entry's
- * content after it was hashed.  Before reuse an entry is NOT hashed again:
- * SHA-256 runs at about a gigabyte per second on a core, even with the
- * CPU's SHA instructions, so re-hashing a container image of a few hundred
- * megabytes would cost each relaunch more than the whole launch is meant
- * to.  Reuse relies instead on what only root can do: an entry is used
- * only if it is a regular file in the 0700 root-owned directory, owned by
- * root, with exactly the mode the store gives and exactly the size asked
- * for; anything else is removed and reported absent, so the caller sends
- * the bytes again.  The link count is no trust signal (see above): it is
- * only bounded by the file system, and a full one fails the place.
+ * Trust.  The name is the hash of what the node itself wrote: keep writes
+ * the received bytes into a file in the user's store (reachable by root
+ * only), root's and read-only before the job's link to it exists, and the
+ * store hashes that file, not the bytes it was given, so nothing the user
+ * can change becomes an entry's content after it was hashed.  Before reuse
+ * an entry is NOT hashed again: SHA-256 runs at about a gigabyte per
+ * second on a core, even with the CPU's SHA instructions, so re-hashing a
+ * container image of a few hundred megabytes would cost each relaunch more
+ * than the whole launch is meant to.  Reuse relies instead on what only
+ * root can do: an entry is used only if it is a regular file in the 0700
+ * root-owned directory, owned by root, with exactly the mode the store
+ * gives and exactly the size asked for; anything else is removed and
+ * reported absent, so the caller sends the bytes again.  The link count is
+ * no trust signal (see above): it is only bounded by the file system, and
+ * a full one fails the place.
  *
  * Bound.  Each user's entries are bounded by a byte limit (storm.conf
- * BcastCacheSize); an entry's mtime is its last use, set on insert and on
- * each place.  When an insert takes the store past the limit, the least
- * recently used entries go, never the one just inserted, until the store
- * is an eighth under the limit: the sweep reads the whole directory, and
- * the slack keeps a full store from sweeping on every insert.  An entry
- * used in the last hold seconds does not go: a launch asks the nodes what
- * they hold, then sends only what they lack, and what they said they held
- * must still be there when the rest arrives.  When only such entries keep
- * the store over its limit, the new entry is not kept instead (the job
- * still gets its file).  A file larger than the limit is not kept.
+ * BcastCacheSize); an entry's mtime is its last use, set when its bytes
+ * are kept and on each place.  When a new entry takes the store past the
+ * limit, the least recently used entries go, never the new one, until the
+ * store is an eighth under the limit: the sweep reads the whole directory,
+ * and the slack keeps a full store from sweeping on every new entry.  An
+ * entry used in the last hold seconds does not go: a launch asks the nodes
+ * what they hold, then sends only what they lack, and what they said they
+ * held must still be there when the rest arrives.  When only such entries
+ * keep the store over its limit, the new entry is not kept instead (the
+ * job still gets its file).  A file larger than the limit is not kept.
  *
  * All calls are thread-safe (the transfer threads and the control socket
  * call them) and take root's file-system identity for their work, giving
@@ -78,27 +79,17 @@ extern void nm_bcast_cache_fini(void);
 extern bool nm_bcast_cache_enabled(void);
 
 /*
- * Keep the size bytes of the regular file open at fd (read with pread,
- * from offset 0; its mode decides "<hex>" or "<hex>.x") in uid's store,
- * and give their SHA-256 in sha_out.  Content already held is not copied
- * again, only marked used.  Evicts as described above.  Returns 0, or
- * -EFBIG (larger than the limit), -ENOSPC (not kept: the store is full of
- * entries in use), -ESTALE (the file is not size bytes long, or changed
- * while read), -EOPNOTSUPP (no cache), -errno.
- */
-extern int nm_bcast_cache_insert(uid_t uid, int fd, uint64_t size,
-				 uint8_t sha_out[STORM_SHA256_LEN]);
-
-/*
  * A received file kept as it is extracted: write the size bytes at data
  * into a new file of uid's store (as root, read-only, mode 0444 or 0555
  * by the execute bits of mode) and hard-link it at leaf in the directory
  * parentfd, so the job's file and the kept one are one inode and one copy
  * in RAM.  Its SHA-256 is computed afterwards by the store's own thread,
  * off the launch's path, from that file, which nobody can change; until
- * then no launch is offered it.  Returns 0; -EFBIG (larger than the
- * limit), -EOPNOTSUPP (no cache) or -errno, with nothing at leaf: the
- * caller writes the file itself.
+ * then no launch is offered it.  Content already held becomes no second
+ * entry: the held one is marked used.  Evicts as described above; an
+ * entry not kept for want of room is no error, the job has its file.
+ * Returns 0; -EFBIG (larger than the limit), -EOPNOTSUPP (no cache) or
+ * -errno, with nothing at leaf: the caller writes the file itself.
  */
 extern int nm_bcast_cache_keep(uid_t uid, const void *data, uint64_t size,
 			       unsigned mode, int parentfd, const char *leaf);
