@@ -181,53 +181,11 @@ static void set_timeout(int fd, int opt, uint64_t ms)
 }
 
 /*
- * The file from *off to the relay, as long as something moves at least
- * every timeout_ms: 0 when all of it left or the relay said something
- * first (it stops reading to answer: the caller reads why), -EAGAIN when
- * nothing moved for timeout_ms.  A stall is timed across calls, not per
- * call: a blocking sendfile() that moved a few bytes before its timeout
- * would start the clock again.
- */
-static int send_file(int sock, int fd, off_t *off, uint64_t size,
-		     uint64_t timeout_ms)
-{
-	int fl = fcntl(sock, F_GETFL), rc = 0;
-	double last = storm_mono_ms();
-
-	if (fl < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK))
-		return 0;	/* the caller reads what the relay says */
-	while ((uint64_t) *off < size) {
-		struct pollfd p = { .fd = sock, .events = POLLOUT | POLLIN };
-		double left = last + (double) timeout_ms - storm_mono_ms();
-		ssize_t n;
-
-		if (left <= 0) {
-			rc = -EAGAIN;
-			break;
-		}
-		n = poll(&p, 1, (int) left + 1);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n <= 0)
-			continue;
-		if (p.revents & ~POLLOUT)
-			break;	/* an answer, or the connection's end */
-		n = sendfile(sock, fd, off, size - (uint64_t) *off);
-		if (n > 0)
-			last = storm_mono_ms();
-		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			break;
-	}
-	fcntl(sock, F_SETFL, fl);
-	return rc;
-}
-
-/*
  * After a stall: are the relay's host or link down (data sent and never
  * acknowledged, retransmitted by TCP), or is the relay only not reading
  * (everything acknowledged, its window closed: it will answer)?  TCP's
- * own acknowledgements tell, so a cut relay is named at Timeout instead of
- * after a wait for an answer that cannot come.
+ * own acknowledgements tell, so a cut relay is named when the stall is
+ * seen instead of after a wait for an answer that cannot come.
  */
 static bool path_dead(int sock)
 {
@@ -361,17 +319,36 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	    (io = storm_bcast_io(sock, (void *) req->nodelist,
 				 strlen(req->nodelist), true)))
 		goto lost;
-	if (size && (io = send_file(sock, fd, &off, size, timeout_ms))) {
-		if (path_dead(sock)) {
+	while ((uint64_t) off < size) {
+		double t_call = storm_mono_ms();
+		ssize_t n = sendfile(sock, fd, &off, size - (uint64_t) off);
+		int e = errno;
+
+		/* the call waited out Timeout (SO_SNDTIMEO times each call:
+		 * one that moved a few bytes first returns them, and the next
+		 * waits again).  Data sent and never acknowledged: the relay's
+		 * host or link is down, and no answer can come */
+		if (storm_mono_ms() - t_call >= (double) timeout_ms &&
+		    path_dead(sock)) {
 			io = -EHOSTUNREACH;
 			goto lost;
 		}
-		/* the relay is there, only not reading: it stopped to say
-		 * why (a node that did not answer, named at its own Timeout
-		 * after the stall), or waits on slow nodes before it reads
-		 * on.  Its answer gets twice Timeout, not the transfer's
-		 * whole allowance. */
-		set_timeout(sock, SO_RCVTIMEO, 2 * timeout_ms);
+		errno = e;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* nothing moved for Timeout, and the relay is there,
+			 * only not reading: it stopped to answer, or waits on
+			 * its nodes.  Give its answer twice Timeout, not the
+			 * transfer's whole allowance: the relay names a node
+			 * that stopped at its own Timeout after the stall,
+			 * then asks each node alone, which on a loaded host
+			 * takes seconds more; with only Timeout srun said
+			 * "stopped answering" instead of naming the node */
+			set_timeout(sock, SO_RCVTIMEO, 2 * timeout_ms);
+		}
+		if (n <= 0)
+			break;	/* the relay may have said why: read on */
 	}
 	t_sent = storm_mono_ms();
 	if ((io = storm_bcast_io(sock, &rep, sizeof(rep), false)))

@@ -147,7 +147,8 @@ def _wait_resumed(c, node, timeout=180):
 
 def _after_cut(c, victim, rc, out, err, took, marker):
     # the time is printed, not asserted (a loaded host stretches it): with
-    # the default Timeout of 5 s it should read about 5 s, the relay too
+    # the default Timeout of 5 s, about 5 s for a node; for the relay, up
+    # to three Timeouts (storm.conf(5))
     print("link of %s cut mid-broadcast: srun reported it %.2f s later "
           "(Timeout 5 s): %s" % (
               victim, took, [l for l in err.splitlines() if "Failed to broadcast" in l]))
