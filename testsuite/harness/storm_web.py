@@ -6,7 +6,9 @@ import contextlib
 import http.client
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 from storm_wait import wait_for
 
@@ -69,8 +71,12 @@ def storm_web(cluster, **kw):
         w.stop()
 
 
+@contextlib.contextmanager
 def chromium(width=1400, height=1100):
-    """A headless Chromium under chromedriver (python3-selenium)."""
+    """A headless Chromium under chromedriver (python3-selenium), quit on
+    exit.  Its temporary files go to a directory of its own, removed after
+    it: Chromium leaves its singleton directory in TMPDIR when chromedriver
+    ends it, one more in /tmp for every run of the tests."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -79,17 +85,23 @@ def chromium(width=1400, height=1100):
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
               "--no-proxy-server", "--window-size=%d,%d" % (width, height)):
         opts.add_argument(a)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    tmp = tempfile.mkdtemp(prefix="storm-chromium-")
+    try:
+        drv = webdriver.Chrome(service=Service(CHROMEDRIVER, env=dict(os.environ, TMPDIR=tmp)),
+                               options=opts)
+        try:
+            yield drv
+        finally:
+            drv.quit()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def browser(url, **kw):
-    drv = chromium(**kw)
-    try:
+    with chromium(**kw) as drv:
         drv.get(url)
         yield drv
-    finally:
-        drv.quit()
 
 
 def page_updates(drv):
