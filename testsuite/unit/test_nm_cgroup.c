@@ -134,6 +134,9 @@ static void init_nm(int version, const char *mnt)
 	snprintf(nm.node, sizeof(nm.node), "%s", node);
 	ck_assert_int_eq(nm_cg_init(&nm), 0);
 	ck_assert_int_eq(nm_cg_version(), version);
+	/* read once, at init: nothing of it stays behind in /tmp */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(etc), 0);
 }
 
 static void setup(void)
