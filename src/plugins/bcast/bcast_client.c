@@ -322,7 +322,7 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 	while ((uint64_t) off < size) {
 		double t_call = storm_mono_ms();
 		ssize_t n = sendfile(sock, fd, &off, size - (uint64_t) off);
-		int e = errno;
+		int e = n < 0 ? errno : 0;	/* before the calls below */
 
 		/* the call waited out Timeout (SO_SNDTIMEO times each call:
 		 * one that moved a few bytes first returns them, and the next
@@ -333,10 +333,9 @@ extern int storm_bcast_run(const storm_bcast_req_t *req, char **remote,
 			io = -EHOSTUNREACH;
 			goto lost;
 		}
-		errno = e;
-		if (n < 0 && errno == EINTR)
+		if (e == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (e == EAGAIN || e == EWOULDBLOCK) {
 			/* nothing moved for Timeout, and the relay is there,
 			 * only not reading: it stopped to answer, or waits on
 			 * its nodes.  Give its answer twice Timeout, not the
