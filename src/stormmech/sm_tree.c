@@ -117,7 +117,7 @@ void sm_tree_lost(const storm_set_t *set, int root, int arity,
 		if (p <= 0)
 			continue;	/* not a member, or the root itself */
 		parent = sm_tree_rank_at(set, root, (p - 1) / arity);
-		if (parent == root || !storm_set_has(failed, parent))
+		if (!storm_set_has(failed, parent))
 			storm_set_add(lost, r);
 	}
 }
