@@ -403,3 +403,20 @@ void sm_caw_timer(struct storm_ctx *ctx, struct storm_op *op, uint64_t now)
 			sm_fail_child(ctx, op, i);
 	check_done(ctx, op);
 }
+
+int storm_caw_lost(storm_ctx_t *ctx, const storm_set_t *set,
+		   const storm_set_t *unreachable, storm_set_t *lost)
+{
+	int ser;
+
+	if (!ctx || !set || !unreachable || !lost)
+		return -EINVAL;
+	storm_set_clear(lost);
+	ser = lowest(set);
+	if (ser < 0)
+		return 0;
+	/* the serializer's tree: its rank as root, the arity every member
+	 * is configured with (the serializer uses its own) */
+	sm_tree_lost(set, ser, ctx->cfg.arity, unreachable, lost);
+	return 0;
+}

@@ -92,8 +92,9 @@ int  sm_tree_rank_at(const storm_set_t *set, int root, int pos);
 /* adds the ranks of the subtree under `rank` to out */
 void sm_tree_subtree(const storm_set_t *set, int root, int arity, int rank,
 		     storm_set_t *out);
-/* lost = the members of failed whose parent is not in failed: where a
- * failed set made of whole subtrees (sm_fail_child()) was cut off */
+/* lost = the members of failed whose parent is not in failed (the root,
+ * if failed, too): where a failed set made of whole subtrees
+ * (sm_fail_child()) was cut off */
 void sm_tree_lost(const storm_set_t *set, int root, int arity,
 		  const storm_set_t *failed, storm_set_t *lost);
 

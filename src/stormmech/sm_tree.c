@@ -114,8 +114,12 @@ void sm_tree_lost(const storm_set_t *set, int root, int arity,
 		int p = rank_pos(set, root, r);
 		int parent;
 
-		if (p <= 0)
-			continue;	/* not a member, or the root itself */
+		if (p < 0)
+			continue;	/* not a member */
+		if (p == 0) {		/* the root: nobody above to blame */
+			storm_set_add(lost, r);
+			continue;
+		}
 		parent = sm_tree_rank_at(set, root, (p - 1) / arity);
 		if (!storm_set_has(failed, parent))
 			storm_set_add(lost, r);

@@ -409,6 +409,17 @@ int storm_caw(storm_ctx_t *ctx, const storm_set_t *set, int var,
 	      storm_cmp_t op, uint64_t value, int write_var,
 	      uint64_t write_value, storm_set_t *unreachable);
 
+/*
+ * Of the members a COMPARE-AND-WRITE over set reported unreachable, the
+ * ones that did not answer their own parent in its tree (rooted at the
+ * serializer, the lowest rank of set): down, or their link cut.  The rest
+ * of unreachable lay below them and may be alive; asking each alone costs
+ * a live one a round trip, a dead one twice the timeout.  Assumes every
+ * member runs with ctx's arity.  0, or -EINVAL.
+ */
+int storm_caw_lost(storm_ctx_t *ctx, const storm_set_t *set,
+		   const storm_set_t *unreachable, storm_set_t *lost);
+
 const char *storm_strerror(int err);
 
 /*

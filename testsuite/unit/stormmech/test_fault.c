@@ -166,6 +166,14 @@ static void kill_in_caw(int prov_i, int victim)
 	ck_assert_int_eq(rc, 0);
 	ck_assert(storm_set_has(&un, victim));
 	ck_assert_msg(dt < H_FAIL_BOUND_S(TMO), "answer after %.1f s", dt);
+	/* the culprit alone, not the members below it in the tree */
+	storm_set_t lost;
+	char ls[64];
+
+	ck_assert_int_eq(storm_caw_lost(caller, &set, &un, &lost), 0);
+	storm_set_format(&lost, ls, sizeof(ls));
+	ck_assert_msg(storm_set_count(&lost) == 1 && storm_set_has(&lost, victim),
+		      "lost %s", ls);
 	/* no write happened anywhere */
 	for (int r = 0; r < N; r++) {
 		if (h.pid[r] <= 0)

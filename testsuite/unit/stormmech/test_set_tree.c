@@ -160,13 +160,18 @@ START_TEST(tree_lost_names_the_cut)
 	check_lost("0-15", 0, 4, (int[]){ 1, 12 }, 2, "1,12");	/* root inside */
 	check_lost("0-7", 8, 2, NULL, 0, "");
 
-	/* a rank outside the set, or the root, is no cut */
+	/* a rank outside the set is no cut; the root inside the set,
+	 * failed, is (a COMPARE-AND-WRITE's serializer) */
 	storm_set_t s, failed, lost;
 
 	storm_set_parse(&s, "0-7");
-	storm_set_parse(&failed, "8,20");
+	storm_set_parse(&failed, "20");
 	sm_tree_lost(&s, 8, 2, &failed, &lost);
 	ck_assert_int_eq(storm_set_count(&lost), 0);
+	storm_set_parse(&failed, "0");
+	sm_tree_lost(&s, 0, 2, &failed, &lost);
+	ck_assert_int_eq(storm_set_count(&lost), 1);
+	ck_assert(storm_set_has(&lost, 0));
 }
 END_TEST
 
