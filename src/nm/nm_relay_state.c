@@ -84,21 +84,6 @@ extern int nm_relay_count_state(const storm_set_t *set, uint64_t key, int st)
 	return n;
 }
 
-/* Of the nodes a COMPARE-AND-WRITE reports unreachable (the whole part of
- * its tree below a node that is gone), the ones that do not answer alone.
- * A transfer names them from its acknowledgements (storm_op_lost()). */
-static void unreachable(const storm_set_t *failed, storm_set_t *dead,
-			uint64_t key)
-{
-	int var = storm_bcast_var(key);
-
-	storm_set_clear(dead);
-	for (int n = storm_set_next(failed, 0); n >= 0;
-	     n = storm_set_next(failed, n + 1))
-		if (node_state(n, var, key) < 0)
-			storm_set_add(dead, n);
-}
-
 /* One COMPARE-AND-WRITE(var == want) over the whole set: 1 every node is
  * there, 0 not yet, -1 with err set when it failed or a node did not
  * answer. */
@@ -118,11 +103,13 @@ static int ask_all(const storm_set_t *set, uint64_t key, int want, char *err,
 		return -1;
 	}
 	if (storm_set_count(&unr)) {
-		/* the tree reports the subtree it could not reach: ask each
-		 * node alone to name the ones really gone */
-		unreachable(set, &dead, key);
-		nm_relay_set_names(storm_set_count(&dead) ? &dead : &unr, names,
-			  sizeof(names));
+		/* the tree reports the subtree it could not reach; the gone
+		 * are the ones that did not answer their parent, known without
+		 * asking each alone (a dead one would cost twice Timeout) */
+		if (storm_caw_lost(relay_state.nm->ctx, set, &unr, &dead) ||
+		    !storm_set_count(&dead))
+			dead = unr;
+		nm_relay_set_names(&dead, names, sizeof(names));
 		snprintf(err, errlen, "node(s) %s did not answer (node manager down or unreachable)",
 			 names);
 		return -1;
