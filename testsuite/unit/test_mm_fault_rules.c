@@ -16,6 +16,7 @@
 #include "check_run.h"
 
 #define MS 1000000ULL
+#define SEC 1000000000ULL
 #define SUSPECT (250 * MS)
 #define BEAT (SUSPECT / 4)		/* the node managers' heartbeat */
 #define TICK (SUSPECT / 16)		/* the listener's pass */
@@ -159,6 +160,28 @@ START_TEST(probe_timing)
 	ck_assert(!mm_rules_forget_peer(0) && !mm_rules_forget_peer(9));
 	ck_assert(mm_rules_forget_peer(10) && mm_rules_forget_peer(20));
 	ck_assert(!mm_rules_forget_peer(21));
+}
+END_TEST
+
+/* FailSafe=500ms, Timeslice=40ms, ack timeout 160 ms: a dead node's probe
+ * costs 320 ms. */
+START_TEST(probe_fits_failsafe)
+{
+	uint64_t fs = 500 * MS, q = 40 * MS, probe = 320 * MS;
+
+	/* no strobe yet: nothing to open */
+	ck_assert(mm_rules_probe_fits(10 * SEC, 0, fs, q, probe));
+	/* after a clean quantum: 40 + 320 + 40 <= 500 */
+	ck_assert(mm_rules_probe_fits(SEC + 40 * MS, SEC, fs, q, probe));
+	/* exactly at the edge */
+	ck_assert(mm_rules_probe_fits(SEC + 140 * MS, SEC, fs, q, probe));
+	ck_assert(!mm_rules_probe_fits(SEC + 141 * MS, SEC, fs, q, probe));
+	/* after an operation waited out the ack timeout on a dead node */
+	ck_assert(!mm_rules_probe_fits(SEC + 200 * MS, SEC, fs, q, probe));
+	/* the default FailSafe=1s leaves room for it */
+	ck_assert(mm_rules_probe_fits(SEC + 200 * MS, SEC, SEC, q, probe));
+	/* a FailSafe shorter than a probe never fits */
+	ck_assert(!mm_rules_probe_fits(SEC, SEC, 200 * MS, q, probe));
 }
 END_TEST
 
@@ -434,6 +457,7 @@ static Suite *suite(void)
 	tcase_add_test(rules, start_grace_and_drained);
 	tcase_add_test(rules, silent_over_suspect_time);
 	tcase_add_test(rules, probe_timing);
+	tcase_add_test(rules, probe_fits_failsafe);
 	tcase_add_test(both, whole_silence_drains_none);
 	tcase_add_test(both, staggered_return);
 	tcase_add_test(both, dead_during_whole_silence);

@@ -71,12 +71,14 @@ extern void mm_account_gap(mm_t *mm, uint64_t t0, uint64_t due)
 		c->gaps_unlogged++;
 		return;
 	}
-	verbose("%s: a strobe %" PRIu64 " ms late (due every %" PRIu64 " ms, FailSafe=%" PRIu64 "us; %" PRIu64 " more since the last line): the last strobe took %" PRIu64 " ms, the status file %" PRIu64 " ms, the sleep %" PRIu64 " ms; then the latency probe %" PRIu64 " ms, the confirmation %" PRIu64 " ms, placing the jobs %" PRIu64 " ms",
+	verbose("%s: a strobe %" PRIu64 " ms late (due every %" PRIu64 " ms, FailSafe=%" PRIu64 "us; %" PRIu64 " more since the last line): the last strobe took %" PRIu64 " ms, the status file %" PRIu64 " ms, the sleep %" PRIu64 " ms; then the latency probe %" PRIu64 " ms, the confirmation %" PRIu64 " ms (its COMPARE-AND-WRITE %" PRIu64 " ms, one-node probes %" PRIu64 " ms, Slurm's drains and returns %" PRIu64 " ms), placing the jobs %" PRIu64 " ms",
 		MM_PREFIX, (gap - due) / 1000000, due / 1000000,
 		mm->conf.failsafe_us, c->gaps_unlogged,
 		st[MM_STEP_STROBE] / 1000000, st[MM_STEP_STATUS] / 1000000,
 		st[MM_STEP_SLEEP] / 1000000, st[MM_STEP_PROBE] / 1000000,
-		st[MM_STEP_CONFIRM] / 1000000, st[MM_STEP_REBUILD] / 1000000);
+		st[MM_STEP_CONFIRM] / 1000000, c->confirm_caw_ns / 1000000,
+		c->probes_ns / 1000000, c->slurm_ns / 1000000,
+		st[MM_STEP_REBUILD] / 1000000);
 	c->gap_logged_ns = t0;
 	c->gaps_unlogged = 0;
 }

@@ -154,6 +154,7 @@ extern int mm_fabric_open(mm_t *mm)
 		free_nodes(mm);
 		return rc;
 	}
+	mm->ack_timeout_ms = cfg.timeout_ms;
 	storm_set_log_fn(mm->ctx, mm_log, NULL, STORM_LOG_WARN);
 	mm_offset_open(mm);
 	if (mm_listener_start(mm)) {

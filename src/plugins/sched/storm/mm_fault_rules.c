@@ -91,6 +91,13 @@ extern bool mm_rules_probe_now(bool quiet, bool heard, uint64_t next_probe_ns,
 	return periodic || (heard && now >= next_probe_ns);
 }
 
+extern bool mm_rules_probe_fits(uint64_t now, uint64_t reached_ns,
+				uint64_t failsafe_ns, uint64_t q_ns,
+				uint64_t probe_ns)
+{
+	return !reached_ns || now + probe_ns + q_ns <= reached_ns + failsafe_ns;
+}
+
 /*
  * Dead for MM_PROBE_FORGET probes (some seconds): a node manager restarted
  * on that node is reached afresh.  Not sooner: re-adding a peer drops a

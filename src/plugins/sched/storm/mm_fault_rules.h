@@ -117,6 +117,17 @@ extern uint64_t mm_rules_probe_backoff_ns(uint32_t failed);
  * once-a-second probe of every dead node is due. */
 extern bool mm_rules_probe_now(bool quiet, bool heard, uint64_t next_probe_ns,
 			       bool periodic, uint64_t now);
+/*
+ * May the MM thread probe a node that may be dead now?  A probe is a
+ * one-node COMPARE-AND-WRITE whose serializer is that node, so a dead one
+ * holds the thread for twice the ack timeout (probe_ns); the next strobe,
+ * a quantum (q_ns) after it, must still reach the nodes before their
+ * FailSafe opens, counted from the last strobe they all took (reached_ns;
+ * 0: none yet, so no fail-safe to open).
+ */
+extern bool mm_rules_probe_fits(uint64_t now, uint64_t reached_ns,
+				uint64_t failsafe_ns, uint64_t q_ns,
+				uint64_t probe_ns);
 /* After this many failed probes in a row, forget its connection. */
 extern bool mm_rules_forget_peer(uint32_t failed_probes);
 

@@ -35,8 +35,10 @@ extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us)
 	storm_set_add(&one, rank);
 	rc = storm_caw(mm->ctx, &one, STORM_GANG_VAR_APPLIED, STORM_GE, want,
 		       -1, 0, &unreach);
+	t0 = storm_mono_ns() - t0;
+	mm->clk.probes_ns += t0;
 	if (us)
-		*us = (storm_mono_ns() - t0) / 1000;
+		*us = t0 / 1000;
 	return rc;
 }
 
@@ -81,18 +83,30 @@ extern void mm_faults_acked(mm_t *mm, int i)
 	mm_heartbeat_heard(mm, i);
 }
 
+extern bool mm_faults_probe_fits(const mm_t *mm, uint64_t now)
+{
+	return mm_rules_probe_fits(now, mm->clk.last_reached,
+				   mm->conf.failsafe_us * 1000ULL,
+				   mm->conf.timeslice_us * 1000ULL,
+				   2ULL * mm->ack_timeout_ms * 1000000ULL);
+}
+
 /* An XFER-AND-SIGNAL is all-or-nothing, so one dead node must not stop the
- * strobe for everyone. */
-extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
+ * strobe for everyone.  The lost ones leave the strobe set at once unless
+ * there is time to ask them alone (a node only slow to answer stays); the
+ * members below them stay in, and the next operation, with the lost ones
+ * out of its tree, reaches them or loses them in turn. */
+extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *lost,
 			       const char *why)
 {
 	bool removed = false;
 
-	for (int r = storm_set_next(failed, 0); r >= 0 && r < mm->nnodes;
-	     r = storm_set_next(failed, r + 1)) {
+	for (int r = storm_set_next(lost, 0); r >= 0 && r < mm->nnodes;
+	     r = storm_set_next(lost, r + 1)) {
 		if (!mm->nodes[r].live)
 			continue;
-		if (mm_faults_probe(mm, r, 0, NULL) == 1)
+		if (mm_faults_probe_fits(mm, storm_mono_ns()) &&
+		    mm_faults_probe(mm, r, 0, NULL) == 1)
 			continue;
 		take_out(mm, r);
 		mm_faults_missed(mm, r, why);
@@ -119,9 +133,10 @@ static void confirm_incomplete(mm_t *mm, int rc, const storm_set_t *unreach,
  * strobe) is held against particular nodes after asking each one alone.
  * The COMPARE-AND-WRITE is serialized at the set's lowest rank, which runs
  * it with this thread's ack timeout (sm_caw.c): a member that does not
- * answer, a leaf below a healthy parent included, is named in the result,
- * and the named ones are asked alone too and leave the strobe set if they
- * do not answer (mm_faults_sort_out()), as after a failed strobe.  When the
+ * answer, a leaf below a healthy parent included, is named in the result
+ * with the members below it in the serializer's tree; the ones that did
+ * not answer their parent (storm_caw_lost()) leave the strobe set
+ * (mm_faults_sort_out()), as after a failed strobe.  When the
  * serializer itself does not answer in time, the result names only it and
  * says nothing of the others: dead nodes are then found by the strobe's
  * XFER-AND-SIGNAL, and confirmations pause for Timeout so the serializer
@@ -141,6 +156,7 @@ extern void mm_faults_confirm(mm_t *mm)
 	storm_set_clear(&unreach);
 	rc = storm_caw(mm->ctx, &live, STORM_GANG_VAR_APPLIED, STORM_GE,
 		       mm->epoch, -1, 0, &unreach);
+	mm->clk.confirm_caw_ns = storm_mono_ns() - now;
 	if (rc == 1) {
 		for (int r = storm_set_next(&live, 0); r >= 0;
 		     r = storm_set_next(&live, r + 1))
@@ -149,8 +165,11 @@ extern void mm_faults_confirm(mm_t *mm)
 	}
 	if (rc == 0 && storm_set_count(&unreach) &&
 	    !storm_set_has(&unreach, storm_set_next(&live, 0))) {
+		storm_set_t lost;
+
 		mm->stats.confirm_timeouts++;
-		mm_faults_sort_out(mm, &unreach, "missed a confirmation");
+		storm_caw_lost(mm->ctx, &live, &unreach, &lost);
+		mm_faults_sort_out(mm, &lost, "missed a confirmation");
 		return;
 	}
 	if (rc < 0 || storm_set_count(&unreach)) {
@@ -187,6 +206,10 @@ extern void mm_faults_watch_dead(mm_t *mm, uint64_t now)
 		heard = atomic_load(&n->heard_ns) > n->out_ns;
 		if (!mm_rules_probe_now(n->quiet, heard, n->next_probe_ns,
 					periodic, now))
+			continue;
+		/* not heard since it left: likely dead, and a dead node's
+		 * probe may not fit in this quantum (it is heard once back) */
+		if (!heard && !mm_faults_probe_fits(mm, storm_mono_ns()))
 			continue;
 		if (mm_faults_probe(mm, i, 0, NULL) == 1) {
 			n->live = true;
@@ -368,6 +391,9 @@ extern void mm_faults_probe_latency(mm_t *mm)
 			break;
 	}
 	mm->clk.rr = rr;
-	if (mm_fabric_in_set(mm, rr))
+	/* a figure for views, never worth a late strobe: not a node that
+	 * missed its last acknowledgement, nor when a dead one would not fit */
+	if (mm_fabric_in_set(mm, rr) && !mm->nodes[rr].misses &&
+	    mm_faults_probe_fits(mm, storm_mono_ns()))
 		mm_faults_probe(mm, rr, 0, &mm->nodes[rr].ack_us);
 }

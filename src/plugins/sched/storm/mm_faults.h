@@ -24,9 +24,13 @@ extern int mm_faults_probe(mm_t *mm, int rank, uint64_t want, uint64_t *us);
 /* Node i answered (it is no suspect), or missed a quantum (why). */
 extern void mm_faults_acked(mm_t *mm, int i);
 extern void mm_faults_missed(mm_t *mm, int i, const char *why);
-/* Nodes that failed an operation: keep the ones that answer alone, take
- * the others out of the strobe set; true if any was taken out. */
-extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *failed,
+/* Would a probe of a dead node still let the next strobe reach the nodes
+ * before their FailSafe opens (mm_rules_probe_fits())? */
+extern bool mm_faults_probe_fits(const mm_t *mm, uint64_t now);
+/* The nodes an operation lost (storm_op_lost(), storm_caw_lost()): each
+ * that does not answer alone, or cannot be asked in time
+ * (mm_faults_probe_fits()), leaves the strobe set; true if any did. */
+extern bool mm_faults_sort_out(mm_t *mm, const storm_set_t *lost,
 			       const char *why);
 /* Did every live node apply the previous strobe (mm->epoch)? */
 extern void mm_faults_confirm(mm_t *mm);

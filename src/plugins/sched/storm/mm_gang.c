@@ -190,9 +190,11 @@ static void step_probe_latency(mm_t *mm)
  * the nodes out of the strobe set, and the suspects to drain. */
 static void step_confirm(mm_t *mm, uint64_t *now)
 {
-	if (mm->nquanta && !mm->last_heartbeat) {
-		uint64_t t0 = storm_mono_ns();
+	uint64_t t0;
 
+	mm->clk.confirm_caw_ns = mm->clk.probes_ns = 0;
+	if (mm->nquanta && !mm->last_heartbeat) {
+		t0 = storm_mono_ns();
 		mm_faults_confirm(mm);
 		mm_account_cost(&mm->stats.caw_us, &mm->stats.caw_hist,
 			     (storm_mono_ns() - t0) / 1000);
@@ -200,12 +202,14 @@ static void step_confirm(mm_t *mm, uint64_t *now)
 	*now = storm_mono_ns();
 	mm_faults_take_out(mm);
 	mm_faults_watch_dead(mm, *now);
+	t0 = storm_mono_ns();
 	/* slurmctld's locks (the drains, the returns): see mm_prio.c */
 	if (mm_faults_to_drain(mm) || mm_return_due(mm, *now))
 		mm_prio_rt(mm, false);
 	mm_faults_drain(mm);
 	mm_return_track(mm, *now);
 	mm_return_nodes(mm, *now);
+	mm->clk.slurm_ns = storm_mono_ns() - t0;
 }
 
 /* Step 3: the matrix from the sampler's newest jobs, if it has new ones

@@ -82,10 +82,15 @@ typedef struct mm_clock {
 	uint64_t last_status, last_probe, last_ack_probe;
 	uint64_t last_sampler_try;	/* the sampler could not start */
 	uint64_t last_start;		/* of the last strobe */
+	uint64_t last_reached;		/* the last strobe every node in the
+					 * set took, sent then */
 	uint32_t last_span;
 	bool last_switching;		/* more than one slot then */
 	int rr;				/* the node last probed for latency */
 	uint64_t step_ns[MM_STEPS];	/* what each step last took */
+	/* ... and of the last confirmation step: its COMPARE-AND-WRITE, the
+	 * one-node probes (mm_faults_probe()), the drains and returns */
+	uint64_t confirm_caw_ns, probes_ns, slurm_ns;
 	uint64_t gap_logged_ns;		/* the last late strobe logged */
 	uint64_t gaps_unlogged;		/* ... and those since, unlogged */
 } mm_clock_t;
@@ -103,6 +108,7 @@ typedef struct mm {
 	storm_conf_t conf;
 	uint64_t conf_gen;
 	storm_ctx_t *ctx;
+	int ack_timeout_ms;		/* ctx's (mm_fabric.c) */
 	int nnodes;
 	char **node_names;		/* copies, for drain and status */
 	char **node_addrs;

@@ -20,17 +20,41 @@
 #include "mm_prio.h"
 #include "mm_strobe.h"
 
+/*
+ * Waits for op and frees it: 0, or its error with the members it lost in
+ * *lost (storm_op_lost(): those that did not answer their parent, not the
+ * subtrees below them, which may be alive).
+ */
+static int wait_lost(storm_op_t *op, storm_set_t *lost)
+{
+	storm_set_t failed;
+	int rc;
+
+	storm_set_clear(&failed);
+	rc = storm_op_wait(op, -1, &failed);
+	storm_set_clear(lost);
+	if (rc && storm_set_count(&failed) &&
+	    (storm_op_lost(op, lost) || !storm_set_count(lost)))
+		*lost = failed;		/* cannot happen: blame them all */
+	storm_op_free(op);
+	return rc;
+}
+
 extern int mm_strobe_send_table(mm_t *mm)
 {
-	storm_set_t live, failed;
+	storm_set_t live, lost;
+	storm_op_t *op;
 	int rc;
 
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return 0;
-	storm_set_clear(&failed);
-	rc = storm_xfer_sync(mm->ctx, &live, mm->table.t, mm->table.len,
-			     STORM_GANG_TABLE_OFF, STORM_GANG_EV_TABLE, &failed);
+	rc = storm_xfer_flags(mm->ctx, &live, mm->table.t, mm->table.len,
+			      STORM_GANG_TABLE_OFF, STORM_NO_EVENT,
+			      STORM_GANG_EV_TABLE, 0, &op);
+	if (rc)
+		return rc;
+	rc = wait_lost(op, &lost);
 	if (rc == 0) {
 		mm->table.dirty = false;
 		debug("%s: table generation %" PRIu64 " (%u jobs, %d slots) sent",
@@ -38,8 +62,8 @@ extern int mm_strobe_send_table(mm_t *mm)
 		      mm->matrix.nslots);
 		return 0;
 	}
-	if (storm_set_count(&failed))
-		mm_faults_sort_out(mm, &failed, "missed the job table");
+	if (storm_set_count(&lost))
+		mm_faults_sort_out(mm, &lost, "missed the job table");
 	return rc;
 }
 
@@ -61,9 +85,9 @@ static void strobe_fill(const mm_t *mm, storm_gang_strobe_t *s, uint32_t slot,
 	s->at_ns = mm_offset_switch_at(mm, s->sent_ns);
 }
 
-/* One try: the strobe to the live nodes; the ones that failed in *failed. */
+/* One try: the strobe to the live nodes; the ones it lost in *lost. */
 static int strobe_once(mm_t *mm, const storm_gang_strobe_t *s,
-		       storm_set_t *failed)
+		       storm_set_t *lost)
 {
 	storm_set_t live;
 	storm_op_t *op;
@@ -75,7 +99,7 @@ static int strobe_once(mm_t *mm, const storm_gang_strobe_t *s,
 	mm_fabric_live_set(mm, &live);
 	if (!storm_set_count(&live))
 		return 0;
-	storm_set_clear(failed);
+	storm_set_clear(lost);
 	/* each node switches when the strobe reaches it, not after a commit
 	 * round: one message per node per quantum fewer (storm_xfer_flags) */
 	rc = storm_xfer_flags(mm->ctx, &live, s, sizeof(*s),
@@ -86,31 +110,35 @@ static int strobe_once(mm_t *mm, const storm_gang_strobe_t *s,
 	lowered = mm->prio == MM_STROBE_PRIO;
 	if (lowered)
 		mm_prio_set(mm, MM_ACK_WAIT_PRIO);
-	rc = storm_op_wait(op, -1, failed);
-	storm_op_free(op);
+	rc = wait_lost(op, lost);
 	if (lowered)
 		mm_prio_set(mm, MM_STROBE_PRIO);
 	return rc;
 }
 
-/* A node that fails the strobe is taken out of the set and the strobe
- * goes again, once, to the others. */
+/* A node the strobe lost is taken out of the set and the strobe goes
+ * again, once, to the others. */
 extern int mm_strobe_send(mm_t *mm, uint32_t slot, uint32_t nq,
 			  uint64_t next_in_ns)
 {
 	storm_gang_strobe_t s;
-	storm_set_t failed;
+	storm_set_t lost;
+	uint64_t sent;
 	int rc, tries = 0;
 
 	do {
 		strobe_fill(mm, &s, slot, nq, next_in_ns);
-		storm_set_clear(&failed);
-		rc = strobe_once(mm, &s, &failed);
-	} while (rc && storm_set_count(&failed) &&
-		 mm_faults_sort_out(mm, &failed, "missed a strobe") &&
+		sent = storm_mono_ns();
+		rc = strobe_once(mm, &s, &lost);
+	} while (rc && storm_set_count(&lost) &&
+		 mm_faults_sort_out(mm, &lost, "missed a strobe") &&
 		 ++tries < 2);
-	if (!rc)	/* what the nodes run now, for views (storm_now.h) */
+	if (!rc) {
+		/* the nodes' FailSafe runs from here (mm_faults_probe_fits()) */
+		mm->clk.last_reached = sent;
+		/* what the nodes run now, for views (storm_now.h) */
 		storm_now_publish(&mm->now, &s, mm->nquanta);
+	}
 	return rc;
 }
 
