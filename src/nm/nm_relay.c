@@ -164,11 +164,8 @@ static int xfer_wait(storm_op_t *op, const char *fmt, char *err,
 		     size_t errlen)
 {
 	storm_set_t failed, lost;
-	int mrc = storm_op_wait(op, -1, &failed);
+	int mrc = storm_op_wait_free(op, &failed, &lost);
 
-	if (mrc)
-		storm_op_lost(op, &lost);
-	storm_op_free(op);
 	if (!mrc)
 		return 0;
 	xfer_error(&failed, &lost, mrc, fmt, err, errlen);

@@ -442,6 +442,19 @@ void storm_op_free(storm_op_t *op)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+int storm_op_wait_free(storm_op_t *op, storm_set_t *failed, storm_set_t *lost)
+{
+	int rc = storm_op_wait(op, -1, failed);
+
+	if (lost) {
+		storm_set_clear(lost);
+		if (rc)
+			storm_op_lost(op, lost);
+	}
+	storm_op_free(op);
+	return rc;
+}
+
 int storm_xfer_sync(storm_ctx_t *ctx, const storm_set_t *set, const void *src,
 		    size_t len, uint64_t off, int rev, storm_set_t *failed)
 {
@@ -457,9 +470,7 @@ int storm_xfer_sync_flags(storm_ctx_t *ctx, const storm_set_t *set,
 				  flags, &op);
 	if (rc)
 		return rc;
-	rc = storm_op_wait(op, -1, failed);
-	storm_op_free(op);
-	return rc;
+	return storm_op_wait_free(op, failed, NULL);
 }
 
 /* ------------------------------------------------------------ member */

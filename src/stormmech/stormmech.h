@@ -364,6 +364,14 @@ int  storm_op_wait(storm_op_t *op, int timeout_ms, storm_set_t *failed);
  */
 int  storm_op_lost(storm_op_t *op, storm_set_t *lost);
 void storm_op_free(storm_op_t *op);   /* waits/cancels if still running */
+/*
+ * storm_op_wait(op, -1, failed), then, if it failed, the members it lost
+ * (storm_op_lost()) in lost, then storm_op_free(op): for callers that name
+ * who a transfer lost, which must be read before the op is freed.  failed
+ * and lost may be NULL; lost is empty when the op did not fail.
+ */
+int  storm_op_wait_free(storm_op_t *op, storm_set_t *failed,
+			storm_set_t *lost);
 
 /*
  * A streamed XFER-AND-SIGNAL: the root (which must not be a member of

@@ -23,20 +23,16 @@
 /*
  * Waits for op and frees it: 0, or its error with the members it lost in
  * *lost (storm_op_lost(): those that did not answer their parent, not the
- * subtrees below them, which may be alive).
+ * subtrees below them, which may be alive).  An acknowledgement naming
+ * only ranks outside the tree leaves nobody lost: those are blamed then.
  */
 static int wait_lost(storm_op_t *op, storm_set_t *lost)
 {
 	storm_set_t failed;
-	int rc;
+	int rc = storm_op_wait_free(op, &failed, lost);
 
-	storm_set_clear(&failed);
-	rc = storm_op_wait(op, -1, &failed);
-	storm_set_clear(lost);
-	if (rc && storm_set_count(&failed) &&
-	    (storm_op_lost(op, lost) || !storm_set_count(lost)))
-		*lost = failed;		/* cannot happen: blame them all */
-	storm_op_free(op);
+	if (rc && !storm_set_count(lost))
+		*lost = failed;
 	return rc;
 }
 
